@@ -1,0 +1,139 @@
+#include "backend.h"
+
+#include "driver-sim.h"
+#include "env.h"
+#include "log.h"
+#include "pool-legacy.h"
+#include "pool-vmm.h"
+
+#ifdef GGML_CPOOL_HAVE_CUDA
+#    include "driver-cuda.h"
+#endif
+
+namespace gcp {
+
+#ifdef GGML_CUDA_NO_VMM
+constexpr bool NO_VMM_BUILD = true;
+#else
+constexpr bool NO_VMM_BUILD = false;
+#endif
+
+// mprotect works on whole host pages
+constexpr size_t SIM_PAGE = 4096;
+
+static status check_sim_params(const ggml_cpool_sim_params & sim) {
+    if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
+        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 ||
+        (sim.platform != GGML_CPOOL_PLATFORM_CUDA && sim.platform != GGML_CPOOL_PLATFORM_HIP)) {
+        GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
+                      "of %zu, platform %d)",
+                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE,
+                      int(sim.platform));
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+status make_driver(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out) {
+    if (kind == GGML_CPOOL_DRIVER_SIM) {
+        status st = check_sim_params(sim);
+        if (st == OK) {
+            *out = std::make_shared<sim_driver>(sim);
+        }
+        return st;
+    }
+    if (kind == GGML_CPOOL_DRIVER_CUDA) {
+#ifdef GGML_CPOOL_HAVE_CUDA
+        return make_cuda_driver(out);
+#else
+        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
+        return UNSUPPORTED;
+#endif
+    }
+    GCP_LOG_ERROR("unknown driver kind %d", int(kind));
+    return INVALID_ARGUMENT;
+}
+
+backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv) :
+    params_(params),
+    drv_(std::move(drv)) {
+    if (params_.vmm_reserve == 0) {
+        params_.vmm_reserve = DEFAULT_VMM_RESERVE;
+    }
+}
+
+status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
+                       std::unique_ptr<backend> * out) {
+    for (ggml_cpool_kind k : params.kind) {
+        if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_PLAIN) {
+            GCP_LOG_ERROR("context: unknown pool kind %d", int(k));
+            return INVALID_ARGUMENT;
+        }
+    }
+    std::unique_ptr<backend> b(new backend(params, std::move(drv)));
+    b->no_vmm_ = NO_VMM_BUILD;
+    status st  = env_no_vmm(&b->no_vmm_);
+    if (st == OK) {
+        st = env_pool_kind(&b->env_kind_);
+    }
+    if (st != OK) {
+        return st;
+    }
+    b->no_vmm_ = b->no_vmm_ || NO_VMM_BUILD;
+    *out       = std::move(b);
+    return OK;
+}
+
+backend::~backend() = default;
+
+status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
+    ggml_cpool_kind k = params_.kind[device];
+    if (k == GGML_CPOOL_KIND_AUTO) {
+        k = env_kind_;
+    }
+    if (k == GGML_CPOOL_KIND_AUTO) {
+        k = (!no_vmm_ && drv_->vmm_supported(device)) ? GGML_CPOOL_KIND_VMM : GGML_CPOOL_KIND_LEGACY;
+    }
+    if (k == GGML_CPOOL_KIND_VMM && !drv_->vmm_supported(device)) {
+        GCP_LOG_ERROR("%s pool[%d]: VMM pool asked for, but the device does not support virtual memory management",
+                      platform_name(drv_->platform()), device);
+        return UNSUPPORTED;
+    }
+    // multi-GPU guard: partial reclaim is unvalidated on multi-GPU ROCm (ROCm/rocm-systems#4817)
+    if (k == GGML_CPOOL_KIND_LEGACY && drv_->platform() == GGML_CPOOL_PLATFORM_HIP && drv_->device_count() > 1) {
+        if (!guard_logged_) {
+            GCP_LOG_INFO("HIP pool: %d devices visible; out-of-memory recovery flushes the whole cache instead of "
+                         "LRU reclaim (partial reclaim unvalidated on multi-GPU ROCm, ROCm/rocm-systems#4817)",
+                         drv_->device_count());
+            guard_logged_ = true;
+        }
+        k = GGML_CPOOL_KIND_PLAIN;
+    }
+    *kind = k;
+    return OK;
+}
+
+status backend::get_pool(int device, pool ** out) {
+    if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
+        GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
+        return INVALID_ARGUMENT;
+    }
+    std::unique_ptr<pool> & p = pools_[size_t(device)];
+    if (!p) {
+        ggml_cpool_kind kind;
+        status          st = resolve_kind(device, &kind);
+        if (st != OK) {
+            return st;
+        }
+        if (kind == GGML_CPOOL_KIND_VMM) {
+            p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve));
+        } else {
+            p.reset(new pool_legacy(*drv_, device, kind));
+        }
+        GCP_LOG_DEBUG("%s: %s pool created", p->name(), ggml_cpool_kind_str(kind));
+    }
+    *out = p.get();
+    return OK;
+}
+
+} // namespace gcp

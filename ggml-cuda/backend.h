@@ -1,0 +1,40 @@
+#pragma once
+// A backend context: one session. Owns one pool per device, created on first use, and picks
+// each pool's kind. Memory one context frees is never handed to another.
+
+#include "driver.h"
+#include "pool.h"
+
+#include <array>
+#include <memory>
+
+namespace gcp {
+
+constexpr size_t DEFAULT_VMM_RESERVE = 32 * GiB; // ggml's: virtual only, so generous is free
+
+// a driver of the given kind, or a status and a log line saying why not
+status make_driver(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out);
+
+class backend {
+  public:
+    // reads the environment once; a malformed variable fails creation
+    static status create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
+                         std::unique_ptr<backend> * out);
+    ~backend(); // pools release their memory by device id, whatever device is current
+
+    status get_pool(int device, pool ** out);
+    driver & drv() { return *drv_; }
+
+  private:
+    backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
+    status resolve_kind(int device, ggml_cpool_kind * kind);
+
+    ggml_cpool_ctx_params                                  params_;
+    std::shared_ptr<driver>                                drv_;
+    ggml_cpool_kind                                        env_kind_ = GGML_CPOOL_KIND_AUTO;
+    bool                                                   no_vmm_   = false;
+    bool                                                   guard_logged_ = false;
+    std::array<std::unique_ptr<pool>, GGML_CPOOL_MAX_DEVICES> pools_;
+};
+
+} // namespace gcp

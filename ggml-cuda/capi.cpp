@@ -1,0 +1,209 @@
+// The C ABI: argument checks and the wall that no exception crosses.
+
+#include "backend.h"
+#include "log.h"
+
+#include <new>
+
+struct ggml_cpool_driver {
+    std::shared_ptr<gcp::driver> impl;
+};
+
+struct ggml_cpool_ctx {
+    ggml_cpool_driver              driver; // the handle ggml_cpool_ctx_driver lends out
+    std::unique_ptr<gcp::backend>  impl;
+};
+
+namespace {
+
+gcp::pool * as_pool(ggml_cpool_t p) { return reinterpret_cast<gcp::pool *>(p); }
+
+// runs f, turning any exception (allocation failure of a bookkeeping structure) into a status
+template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        GCP_LOG_ERROR("%s: host out of memory", what);
+        return GGML_CPOOL_STATUS_OUT_OF_MEMORY;
+    } catch (...) {
+        GCP_LOG_ERROR("%s: unexpected internal error", what);
+        return GGML_CPOOL_STATUS_DRIVER_ERROR;
+    }
+}
+
+ggml_cpool_status null_arg(const char * fn, const char * arg) {
+    GCP_LOG_ERROR("%s: %s is NULL", fn, arg);
+    return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+}
+
+} // namespace
+
+extern "C" {
+
+ggml_cpool_sim_params ggml_cpool_sim_default_params(void) {
+    ggml_cpool_sim_params p = {};
+    p.capacity              = 8 * gcp::GiB;
+    p.device_count          = 1;
+    p.platform              = GGML_CPOOL_PLATFORM_CUDA;
+    p.granularity           = 2 * gcp::MiB; // the CUDA driver's recommended granularity
+    p.vmm_supported         = 1;
+    return p;
+}
+
+ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params * sim,
+                                           ggml_cpool_driver_t * out) {
+    if (out == nullptr) {
+        return null_arg(__func__, "out");
+    }
+    *out = nullptr;
+    return guarded(__func__, [&] {
+        ggml_cpool_sim_params        p = sim ? *sim : ggml_cpool_sim_default_params();
+        std::shared_ptr<gcp::driver> drv;
+        ggml_cpool_status            st = gcp::make_driver(kind, p, &drv);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            *out = new ggml_cpool_driver{ std::move(drv) };
+        }
+        return st;
+    });
+}
+
+void ggml_cpool_driver_release(ggml_cpool_driver_t driver) {
+    delete driver;
+}
+
+int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
+    return driver ? driver->impl->device_count() : 0;
+}
+
+size_t ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver) {
+    return driver ? driver->impl->outstanding() : 0;
+}
+
+ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
+    ggml_cpool_ctx_params p = {};
+    p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
+    p.sim                   = ggml_cpool_sim_default_params();
+    p.driver                = nullptr;
+    for (ggml_cpool_kind & k : p.kind) {
+        k = GGML_CPOOL_KIND_AUTO;
+    }
+    p.vmm_reserve = gcp::DEFAULT_VMM_RESERVE;
+    return p;
+}
+
+ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, ggml_cpool_ctx_t * out) {
+    if (out == nullptr) {
+        return null_arg(__func__, "out");
+    }
+    *out = nullptr;
+    return guarded(__func__, [&] {
+        ggml_cpool_ctx_params        p = params ? *params : ggml_cpool_ctx_default_params();
+        std::shared_ptr<gcp::driver> drv;
+        ggml_cpool_status            st = GGML_CPOOL_STATUS_OK;
+        if (p.driver != nullptr) {
+            drv = p.driver->impl;
+        } else {
+            st = gcp::make_driver(p.driver_kind, p.sim, &drv);
+        }
+        std::unique_ptr<gcp::backend> b;
+        if (st == GGML_CPOOL_STATUS_OK) {
+            st = gcp::backend::create(p, drv, &b);
+        }
+        if (st == GGML_CPOOL_STATUS_OK) {
+            *out = new ggml_cpool_ctx{ { std::move(drv) }, std::move(b) };
+        }
+        return st;
+    });
+}
+
+void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
+    guarded(__func__, [&] {
+        delete ctx;
+        return GGML_CPOOL_STATUS_OK;
+    });
+}
+
+ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out) {
+    if (ctx == nullptr || out == nullptr) {
+        return null_arg(__func__, ctx ? "out" : "ctx");
+    }
+    *out = nullptr;
+    return guarded(__func__, [&] {
+        gcp::pool *       p  = nullptr;
+        ggml_cpool_status st = ctx->impl->get_pool(device, &p);
+        *out                 = reinterpret_cast<ggml_cpool_t>(p);
+        return st;
+    });
+}
+
+ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {
+    return ctx ? &ctx->driver : nullptr;
+}
+
+ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
+}
+
+ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->free(ptr, actual_size); });
+}
+
+ggml_cpool_status ggml_cpool_get_stats(ggml_cpool_t pool, ggml_cpool_stats * out) {
+    if (pool == nullptr || out == nullptr) {
+        return null_arg(__func__, pool ? "out" : "pool");
+    }
+    *out = as_pool(pool)->stats();
+    return GGML_CPOOL_STATUS_OK;
+}
+
+ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->trim(); });
+}
+
+uint64_t ggml_cpool_generation(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->stats().generation : 0;
+}
+
+ggml_cpool_kind ggml_cpool_get_kind(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->kind() : GGML_CPOOL_KIND_AUTO;
+}
+
+int ggml_cpool_get_device(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->device() : -1;
+}
+
+void ggml_cpool_log_set(ggml_cpool_log_callback callback, void * user_data) {
+    gcp::log_set(callback, user_data);
+}
+
+const char * ggml_cpool_status_str(ggml_cpool_status status) {
+    switch (status) {
+        case GGML_CPOOL_STATUS_OK:               return "OK";
+        case GGML_CPOOL_STATUS_OUT_OF_MEMORY:    return "OUT_OF_MEMORY";
+        case GGML_CPOOL_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+        case GGML_CPOOL_STATUS_DRIVER_ERROR:     return "DRIVER_ERROR";
+        case GGML_CPOOL_STATUS_UNSUPPORTED:      return "UNSUPPORTED";
+    }
+    return "UNKNOWN_STATUS";
+}
+
+const char * ggml_cpool_kind_str(ggml_cpool_kind kind) {
+    switch (kind) {
+        case GGML_CPOOL_KIND_AUTO:   return "auto";
+        case GGML_CPOOL_KIND_VMM:    return "vmm";
+        case GGML_CPOOL_KIND_LEGACY: return "legacy";
+        case GGML_CPOOL_KIND_PLAIN:  return "plain";
+    }
+    return "unknown";
+}
+
+} // extern "C"

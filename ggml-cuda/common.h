@@ -1,0 +1,33 @@
+#pragma once
+// Shared vocabulary of the module: statuses, size arithmetic, log helpers.
+
+#include "ggml-cuda-pool.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace gcp {
+
+using status = ggml_cpool_status;
+constexpr status OK               = GGML_CPOOL_STATUS_OK;
+constexpr status OUT_OF_MEMORY    = GGML_CPOOL_STATUS_OUT_OF_MEMORY;
+constexpr status INVALID_ARGUMENT = GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+constexpr status DRIVER_ERROR     = GGML_CPOOL_STATUS_DRIVER_ERROR;
+constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
+
+constexpr size_t MiB = size_t(1) << 20;
+constexpr size_t GiB = size_t(1) << 30;
+
+// Largest request any pool accepts: keeps every rounding and 2x/3x product below SIZE_MAX.
+constexpr size_t MAX_REQUEST = size_t(1) << 60;
+
+// round x up to a multiple of align; x <= MAX_REQUEST, so this cannot overflow
+constexpr size_t round_up(size_t x, size_t align) { return (x + align - 1) / align * align; }
+
+inline double to_mib(size_t bytes) { return double(bytes) / double(MiB); }
+
+// "CUDA" or "HIP": the prefix of every pool log line
+const char * platform_name(ggml_cpool_platform p);
+
+} // namespace gcp

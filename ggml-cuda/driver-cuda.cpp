@@ -1,0 +1,266 @@
+#include "driver-cuda.h"
+
+#include "log.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+namespace gcp {
+
+namespace {
+
+// ABI version asked of every driver entry point: these calls have not changed since
+constexpr unsigned DRIVER_ABI = 12000;
+
+struct driver_api {
+    decltype(&::cuDeviceGet)                    device_get                = nullptr;
+    decltype(&::cuDeviceGetAttribute)           device_get_attribute      = nullptr;
+    decltype(&::cuMemGetAllocationGranularity)  mem_get_granularity       = nullptr;
+    decltype(&::cuMemAddressReserve)            mem_address_reserve       = nullptr;
+    decltype(&::cuMemAddressFree)               mem_address_free          = nullptr;
+    decltype(&::cuMemCreate)                    mem_create                = nullptr;
+    decltype(&::cuMemRelease)                   mem_release               = nullptr;
+    decltype(&::cuMemMap)                       mem_map                   = nullptr;
+    decltype(&::cuMemUnmap)                     mem_unmap                 = nullptr;
+    decltype(&::cuMemSetAccess)                 mem_set_access            = nullptr;
+
+    template <typename F> bool get(const char * symbol, F * fn) {
+        cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+        void *                          p      = nullptr;
+        if (cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &result) != cudaSuccess ||
+            result != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+        *fn = reinterpret_cast<F>(p);
+        return true;
+    }
+
+    bool load() {
+        return get("cuDeviceGet", &device_get) && get("cuDeviceGetAttribute", &device_get_attribute) &&
+               get("cuMemGetAllocationGranularity", &mem_get_granularity) &&
+               get("cuMemAddressReserve", &mem_address_reserve) && get("cuMemAddressFree", &mem_address_free) &&
+               get("cuMemCreate", &mem_create) && get("cuMemRelease", &mem_release) && get("cuMemMap", &mem_map) &&
+               get("cuMemUnmap", &mem_unmap) && get("cuMemSetAccess", &mem_set_access);
+    }
+};
+
+status from_cuda(cudaError_t e) {
+    if (e == cudaSuccess) {
+        return OK;
+    }
+    cudaGetLastError(); // a sticky error would otherwise surface at the next unrelated launch check
+    return e == cudaErrorMemoryAllocation ? OUT_OF_MEMORY : DRIVER_ERROR;
+}
+
+status from_cu(CUresult r) {
+    return r == CUDA_SUCCESS ? OK : r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : DRIVER_ERROR;
+}
+
+status report(status st, const char * what, int device, int code) {
+    if (st == DRIVER_ERROR) {
+        GCP_LOG_ERROR("CUDA pool[%d]: %s failed with driver error %d", device, what, code);
+    }
+    return st;
+}
+
+// runs a call with `device` current and puts the caller's device back, so no pool call moves
+// the host program's current device
+template <typename F> status on_device(int device, F && f) {
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+        cudaGetLastError();
+        prev = -1;
+    }
+    if (prev != device) {
+        cudaError_t e = cudaSetDevice(device);
+        if (e != cudaSuccess) {
+            return report(from_cuda(e), "cudaSetDevice", device, int(e));
+        }
+    }
+    status st = f();
+    if (prev != device && prev >= 0) {
+        cudaSetDevice(prev);
+        cudaGetLastError();
+    }
+    return st;
+}
+
+class cuda_driver final : public driver {
+  public:
+    cuda_driver(int count, driver_api api, bool have_vmm) : count_(count), api_(api) {
+        vmm_.assign(size_t(count), false);
+        granularity_.assign(size_t(count), 0);
+        for (int d = 0; have_vmm && d < count; d++) {
+            CUdevice dev       = 0;
+            int      supported = 0;
+            if (api_.device_get(&dev, d) != CUDA_SUCCESS ||
+                api_.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+                    CUDA_SUCCESS ||
+                !supported) {
+                continue;
+            }
+            CUmemAllocationProp prop = props(d);
+            size_t              g    = 0;
+            if (api_.mem_get_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS && g > 0) {
+                vmm_[size_t(d)]         = true;
+                granularity_[size_t(d)] = g;
+            }
+        }
+    }
+
+    ggml_cpool_platform platform() const override { return GGML_CPOOL_PLATFORM_CUDA; }
+    int                 device_count() const override { return count_; }
+
+    status malloc(int device, size_t size, void ** ptr) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaMalloc(ptr, size);
+            return e == cudaErrorMemoryAllocation ? from_cuda(e) : report(from_cuda(e), "cudaMalloc", device, int(e));
+        });
+        if (st == OK) {
+            track(allocs_, reinterpret_cast<uintptr_t>(*ptr), true);
+        }
+        return st;
+    }
+
+    status free(int device, void * ptr) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaFree(ptr);
+            return report(from_cuda(e), "cudaFree", device, int(e));
+        });
+        if (st == OK) {
+            track(allocs_, reinterpret_cast<uintptr_t>(ptr), false);
+        }
+        return st;
+    }
+
+    status synchronize(int device) override {
+        return on_device(device, [&] {
+            cudaError_t e = cudaDeviceSynchronize();
+            return report(from_cuda(e), "cudaDeviceSynchronize", device, int(e));
+        });
+    }
+
+    void clear_error() override { cudaGetLastError(); }
+
+    bool   vmm_supported(int device) const override { return valid(device) && vmm_[size_t(device)]; }
+    size_t vmm_granularity(int device) const override { return valid(device) ? granularity_[size_t(device)] : 0; }
+
+    status vmm_reserve(int device, size_t size, uintptr_t * addr) override {
+        CUdeviceptr p  = 0;
+        CUresult    r  = api_.mem_address_reserve(&p, size, 0, 0, 0);
+        status      st = report(from_cu(r), "cuMemAddressReserve", device, int(r));
+        if (st == OK) {
+            *addr = uintptr_t(p);
+            track(ranges_, *addr, true);
+        }
+        return st;
+    }
+
+    status vmm_unreserve(int device, uintptr_t addr, size_t size) override {
+        CUresult r  = api_.mem_address_free(CUdeviceptr(addr), size);
+        status   st = report(from_cu(r), "cuMemAddressFree", device, int(r));
+        if (st == OK) {
+            track(ranges_, addr, false);
+        }
+        return st;
+    }
+
+    status vmm_create(int device, size_t size, vmm_handle * handle) override {
+        CUmemAllocationProp          prop = props(device);
+        CUmemGenericAllocationHandle h    = 0;
+        CUresult                     r    = api_.mem_create(&h, size, &prop, 0);
+        status                       st   = r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY :
+                                                                           report(from_cu(r), "cuMemCreate", device, int(r));
+        if (st == OK) {
+            *handle = vmm_handle(h);
+            track(handles_, uintptr_t(h), true);
+        }
+        return st;
+    }
+
+    status vmm_release(int device, vmm_handle handle) override {
+        CUresult r  = api_.mem_release(CUmemGenericAllocationHandle(handle));
+        status   st = report(from_cu(r), "cuMemRelease", device, int(r));
+        if (st == OK) {
+            track(handles_, uintptr_t(handle), false);
+        }
+        return st;
+    }
+
+    status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
+        CUresult r = api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0);
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : report(from_cu(r), "cuMemMap", device, int(r));
+    }
+
+    status vmm_unmap(int device, uintptr_t addr, size_t size) override {
+        CUresult r = api_.mem_unmap(CUdeviceptr(addr), size);
+        return report(from_cu(r), "cuMemUnmap", device, int(r));
+    }
+
+    status vmm_access(int device, uintptr_t addr, size_t size, int accessor) override {
+        CUmemAccessDesc access = {};
+        access.location.type   = CU_MEM_LOCATION_TYPE_DEVICE;
+        access.location.id     = accessor;
+        access.flags           = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        CUresult r             = api_.mem_set_access(CUdeviceptr(addr), size, &access, 1);
+        return report(from_cu(r), "cuMemSetAccess", device, int(r));
+    }
+
+    size_t outstanding() const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return allocs_.size() + handles_.size() + ranges_.size();
+    }
+
+  private:
+    bool valid(int device) const { return device >= 0 && device < count_; }
+
+    static CUmemAllocationProp props(int device) {
+        CUmemAllocationProp prop = {};
+        prop.type                = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type       = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id         = device;
+        return prop;
+    }
+
+    void track(std::unordered_set<uintptr_t> & set, uintptr_t key, bool add) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (add) {
+            set.insert(key);
+        } else {
+            set.erase(key);
+        }
+    }
+
+    int                           count_;
+    driver_api                    api_;
+    std::vector<bool>             vmm_;
+    std::vector<size_t>           granularity_;
+    mutable std::mutex            mutex_;
+    std::unordered_set<uintptr_t> allocs_, handles_, ranges_;
+};
+
+} // namespace
+
+status make_cuda_driver(std::shared_ptr<driver> * out) {
+    int         count = 0;
+    cudaError_t e     = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        GCP_LOG_WARN("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        return UNSUPPORTED;
+    }
+    driver_api api;
+    bool       have_vmm = api.load();
+    if (!have_vmm) {
+        GCP_LOG_INFO("cuda driver: virtual memory entry points unavailable; VMM pools disabled");
+    }
+    *out = std::make_shared<cuda_driver>(count, api, have_vmm);
+    return OK;
+}
+
+} // namespace gcp

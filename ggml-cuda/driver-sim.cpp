@@ -1,0 +1,225 @@
+#include "driver-sim.h"
+
+#include "log.h"
+
+#include <sys/mman.h>
+
+namespace gcp {
+
+namespace {
+
+void * map_pages(size_t size, int prot) {
+    void * p = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+} // namespace
+
+sim_driver::sim_driver(const ggml_cpool_sim_params & params) : params_(params) {
+    devices_.reserve(size_t(params.device_count));
+    for (int i = 0; i < params.device_count; i++) {
+        devices_.emplace_back(params.capacity);
+    }
+}
+
+sim_driver::~sim_driver() {
+    // whatever the pools failed to give back is reported by outstanding(); the host pages go anyway
+    for (device_state & d : devices_) {
+        for (auto & a : d.allocs) {
+            munmap(a.first, a.second.size);
+        }
+        for (auto & r : d.reservations) {
+            munmap(reinterpret_cast<void *>(r.first), r.second);
+        }
+    }
+}
+
+status sim_driver::malloc(int device, size_t size, void ** ptr) {
+    count(call::malloc);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || size == 0) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d      = devices_[size_t(device)];
+    size_t         bytes  = round_up(size, ALIGNMENT);
+    size_t         offset = 0;
+    if (!d.arena.take(bytes, &offset)) {
+        return OUT_OF_MEMORY;
+    }
+    void * p = map_pages(bytes, PROT_READ | PROT_WRITE);
+    if (p == nullptr) {
+        d.arena.give(offset, bytes);
+        return OUT_OF_MEMORY;
+    }
+    d.allocs[p] = { offset, bytes };
+    *ptr        = p;
+    return OK;
+}
+
+status sim_driver::free(int device, void * ptr) {
+    count(call::free);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d  = devices_[size_t(device)];
+    auto           it = d.allocs.find(ptr);
+    if (it == d.allocs.end()) {
+        return INVALID_ARGUMENT;
+    }
+    munmap(ptr, it->second.size); // later use of the pointer faults, as on a device
+    d.arena.give(it->second.offset, it->second.size);
+    d.allocs.erase(it);
+    return OK;
+}
+
+status sim_driver::synchronize(int device) {
+    count(call::synchronize);
+    return valid(device) ? OK : INVALID_ARGUMENT; // host work is already complete
+}
+
+bool sim_driver::vmm_supported(int device) const {
+    return valid(device) && params_.vmm_supported != 0;
+}
+
+bool sim_driver::in_reservation(const device_state & d, uintptr_t addr, size_t size) const {
+    auto it = d.reservations.upper_bound(addr);
+    if (it == d.reservations.begin()) {
+        return false;
+    }
+    --it;
+    return addr >= it->first && addr + size <= it->first + it->second;
+}
+
+status sim_driver::vmm_reserve(int device, size_t size, uintptr_t * addr) {
+    count(call::vmm_reserve);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!vmm_supported(device) || size == 0 || size % params_.granularity != 0) {
+        return INVALID_ARGUMENT;
+    }
+    void * p = map_pages(size, PROT_NONE);
+    if (p == nullptr) {
+        return OUT_OF_MEMORY;
+    }
+    *addr                                            = reinterpret_cast<uintptr_t>(p);
+    devices_[size_t(device)].reservations[*addr] = size;
+    return OK;
+}
+
+status sim_driver::vmm_unreserve(int device, uintptr_t addr, size_t size) {
+    count(call::vmm_unreserve);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d  = devices_[size_t(device)];
+    auto           it = d.reservations.find(addr);
+    if (it == d.reservations.end() || it->second != size) {
+        return INVALID_ARGUMENT;
+    }
+    auto m = d.mappings.lower_bound(addr);
+    if (m != d.mappings.end() && m->first < addr + size) {
+        return INVALID_ARGUMENT; // still mapped, as the real driver refuses
+    }
+    munmap(reinterpret_cast<void *>(addr), size);
+    d.reservations.erase(it);
+    return OK;
+}
+
+status sim_driver::vmm_create(int device, size_t size, vmm_handle * handle) {
+    count(call::vmm_create);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!vmm_supported(device) || size == 0 || size % params_.granularity != 0) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d      = devices_[size_t(device)];
+    size_t         offset = 0;
+    if (!d.arena.take(size, &offset)) {
+        return OUT_OF_MEMORY;
+    }
+    *handle            = next_handle_++;
+    d.handles[*handle] = { offset, size };
+    return OK;
+}
+
+status sim_driver::vmm_release(int device, vmm_handle handle) {
+    count(call::vmm_release);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d  = devices_[size_t(device)];
+    auto           it = d.handles.find(handle);
+    if (it == d.handles.end()) {
+        return INVALID_ARGUMENT;
+    }
+    for (auto & m : d.mappings) {
+        if (m.second == handle) {
+            return INVALID_ARGUMENT; // the pools unmap before they release
+        }
+    }
+    d.arena.give(it->second.offset, it->second.size);
+    d.handles.erase(it);
+    return OK;
+}
+
+status sim_driver::vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
+    count(call::vmm_map);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d  = devices_[size_t(device)];
+    auto           it = d.handles.find(handle);
+    if (it == d.handles.end() || it->second.size != size || !in_reservation(d, addr, size) || d.mappings.count(addr)) {
+        return INVALID_ARGUMENT;
+    }
+    d.mappings[addr] = handle;
+    return OK;
+}
+
+status sim_driver::vmm_unmap(int device, uintptr_t addr, size_t size) {
+    count(call::vmm_unmap);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d  = devices_[size_t(device)];
+    auto           it = d.mappings.find(addr);
+    if (it == d.mappings.end() || d.handles.count(it->second) == 0 || d.handles[it->second].size != size) {
+        return INVALID_ARGUMENT;
+    }
+    void * p = reinterpret_cast<void *>(addr);
+    madvise(p, size, MADV_DONTNEED); // the contents are gone, as on a device
+    mprotect(p, size, PROT_NONE);
+    d.mappings.erase(it);
+    return OK;
+}
+
+status sim_driver::vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
+    count(call::vmm_access);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || !valid(accessor) || !in_reservation(devices_[size_t(device)], addr, size)) {
+        return INVALID_ARGUMENT;
+    }
+    if (mprotect(reinterpret_cast<void *>(addr), size, PROT_READ | PROT_WRITE) != 0) {
+        return DRIVER_ERROR;
+    }
+    return OK;
+}
+
+size_t sim_driver::outstanding() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = 0;
+    for (const device_state & d : devices_) {
+        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size();
+    }
+    return n;
+}
+
+size_t sim_driver::used(int device) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return valid(device) ? devices_[size_t(device)].arena.used() : 0;
+}
+
+} // namespace gcp

@@ -1,0 +1,86 @@
+#include "env.h"
+
+#include "log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
+
+namespace gcp {
+
+bool parse_bool(const char * text, bool * out) {
+    static const char * const yes[] = { "1", "on", "true", "yes" };
+    static const char * const no[]  = { "0", "off", "false", "no" };
+    for (const char * y : yes) {
+        if (strcasecmp(text, y) == 0) {
+            *out = true;
+            return true;
+        }
+    }
+    for (const char * n : no) {
+        if (strcasecmp(text, n) == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool parse_kind(const char * text, ggml_cpool_kind * out) {
+    static const ggml_cpool_kind kinds[] = { GGML_CPOOL_KIND_AUTO, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY,
+                                             GGML_CPOOL_KIND_PLAIN };
+    for (ggml_cpool_kind k : kinds) {
+        if (strcasecmp(text, ggml_cpool_kind_str(k)) == 0) {
+            *out = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+status env_no_vmm(bool * no_vmm) {
+    const char * v = getenv(ENV_NO_VMM);
+    if (v == nullptr) {
+        return OK;
+    }
+    if (!parse_bool(v, no_vmm)) {
+        GCP_LOG_ERROR("%s=%s is not a boolean (use 1 or 0)", ENV_NO_VMM, v);
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+status env_pool_kind(ggml_cpool_kind * kind) {
+    const char * v = getenv(ENV_POOL_KIND);
+    if (v == nullptr) {
+        return OK;
+    }
+    if (!parse_kind(v, kind)) {
+        GCP_LOG_ERROR("%s=%s is not a pool kind (use auto, vmm, legacy or plain)", ENV_POOL_KIND, v);
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+ggml_cpool_log_level env_log_level() {
+    static const char * const names[] = { "debug", "info", "warn", "error" };
+    const char *              v       = getenv(ENV_LOG_LEVEL);
+    if (v == nullptr) {
+        return GGML_CPOOL_LOG_WARN;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(v, names[i]) == 0) {
+            return ggml_cpool_log_level(i);
+        }
+    }
+    // said directly: this runs inside the logger
+    static std::atomic<bool> warned{ false };
+    if (!warned.exchange(true)) {
+        fprintf(stderr, "%s=%s is not a log level (use debug, info, warn or error); using warn\n", ENV_LOG_LEVEL, v);
+    }
+    return GGML_CPOOL_LOG_WARN;
+}
+
+} // namespace gcp

@@ -1,0 +1,24 @@
+#pragma once
+// The environment variables the module reads; README lists each one.
+// A malformed value is answered with INVALID_ARGUMENT and one log line, never a guess.
+
+#include "common.h"
+
+namespace gcp {
+
+constexpr const char * ENV_NO_VMM    = "GGML_CUDA_NO_VMM";     // 1/0: legacy pool instead of VMM
+constexpr const char * ENV_POOL_KIND = "GGML_CUDA_POOL";       // vmm | legacy | plain
+constexpr const char * ENV_LOG_LEVEL = "GGML_CUDA_POOL_LOG";   // debug | info | warn | error
+
+// unset leaves *no_vmm untouched
+status env_no_vmm(bool * no_vmm);
+// unset leaves *kind untouched
+status env_pool_kind(ggml_cpool_kind * kind);
+// the stderr logger's threshold; a malformed value falls back to warn and says so once
+ggml_cpool_log_level env_log_level();
+
+// shared parsers, also used by the tools' command lines
+bool parse_bool(const char * text, bool * out);
+bool parse_kind(const char * text, ggml_cpool_kind * out);
+
+} // namespace gcp

@@ -1,0 +1,141 @@
+#include "pool-vmm.h"
+
+#include "log.h"
+
+#include <algorithm>
+
+namespace gcp {
+
+pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size) :
+    pool(drv, device, GGML_CPOOL_KIND_VMM),
+    granularity_(drv.vmm_granularity(device)),
+    reserve_size_(round_up(std::min(reserve_size, MAX_REQUEST), granularity_)) {}
+
+pool_vmm::~pool_vmm() {
+    release_live();
+    trim();
+    if (base_ != 0 && mapped_ == 0) {
+        status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
+        if (st != OK) {
+            drv_.clear_error();
+            GCP_LOG_ERROR("%s: freeing the virtual range failed (%s)", name(), ggml_cpool_status_str(st));
+        }
+    }
+}
+
+status pool_vmm::reserve() {
+    status st = drv_.vmm_reserve(device_, reserve_size_, &base_);
+    if (st != OK) {
+        drv_.clear_error();
+        base_ = 0;
+        GCP_LOG_ERROR("%s: reserving a virtual range of %.2f MiB failed (%s)", name(), to_mib(reserve_size_),
+                      ggml_cpool_status_str(st));
+    }
+    return st;
+}
+
+status pool_vmm::grow(size_t bytes) {
+    size_t     size   = round_up(bytes, granularity_);
+    vmm_handle handle = 0;
+    status     st     = drv_.vmm_create(device_, size, &handle);
+    const char * what = "creating";
+    if (st == OK) {
+        st   = drv_.vmm_map(device_, base_ + mapped_, size, handle);
+        what = "mapping";
+        if (st == OK) {
+            st   = drv_.vmm_access(device_, base_ + mapped_, size, device_);
+            what = "granting access to";
+            if (st != OK && drv_.vmm_unmap(device_, base_ + mapped_, size) != OK) {
+                GCP_LOG_ERROR("%s: unmapping after a failed access grant failed", name());
+            }
+        }
+        if (st != OK && drv_.vmm_release(device_, handle) != OK) {
+            GCP_LOG_ERROR("%s: releasing a physical handle after a failed map failed", name());
+        }
+    }
+    if (st != OK) {
+        drv_.clear_error();
+        log(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR, "%s: %s %.2f MiB of physical memory failed (%s)",
+            name(), what, to_mib(size), ggml_cpool_status_str(st));
+        return st;
+    }
+    chunks_.push_back({ mapped_, size, handle });
+    mapped_ += size;
+    on_driver_alloc(size);
+    return OK;
+}
+
+status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
+    if (base_ == 0) {
+        status st = reserve();
+        if (st != OK) {
+            return st;
+        }
+    }
+    if (bytes > reserve_size_ - used_) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(),
+                     to_mib(bytes), to_mib(used_), to_mib(reserve_size_));
+        return OUT_OF_MEMORY;
+    }
+    if (used_ + bytes > mapped_) {
+        stats_.misses++;
+        status st = grow(used_ + bytes - mapped_);
+        if (st != OK) {
+            return st;
+        }
+    } else {
+        stats_.hits++;
+    }
+    blocks_.push_back({ used_, bytes, false });
+    *ptr    = reinterpret_cast<void *>(base_ + used_);
+    *actual = bytes;
+    used_ += bytes;
+    return OK;
+}
+
+void pool_vmm::do_free(void * ptr, size_t actual) {
+    size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
+    auto   it     = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
+                                     [](const block & b, size_t off) { return b.offset < off; });
+    // the base class checked ptr is live, so the block is there
+    it->freed = true;
+    (void) actual;
+    while (!blocks_.empty() && blocks_.back().freed) {
+        used_ = blocks_.back().offset;
+        blocks_.pop_back();
+    }
+}
+
+bool pool_vmm::unmap_last_chunk() {
+    chunk  c  = chunks_.back();
+    status st = drv_.vmm_unmap(device_, base_ + c.offset, c.size);
+    if (st == OK) {
+        st = drv_.vmm_release(device_, c.handle);
+        if (st != OK) {
+            GCP_LOG_ERROR("%s: releasing a physical handle of %.2f MiB failed (%s)", name(), to_mib(c.size),
+                          ggml_cpool_status_str(st));
+            // unmapped already: the range above is free either way
+        }
+    } else {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: unmapping %.2f MiB failed (%s); kept mapped", name(), to_mib(c.size),
+                      ggml_cpool_status_str(st));
+        return false;
+    }
+    chunks_.pop_back();
+    mapped_ -= c.size;
+    on_driver_free(c.size);
+    return true;
+}
+
+status pool_vmm::trim() {
+    while (!chunks_.empty() && chunks_.back().offset >= used_) {
+        if (!unmap_last_chunk()) {
+            return DRIVER_ERROR;
+        }
+    }
+    return OK;
+}
+
+} // namespace gcp

@@ -1,0 +1,53 @@
+#pragma once
+// VMM pool: reserves one virtual range (lazily, on the first allocation), maps physical memory
+// at the driver's granularity as the pool grows, and hands out addresses as a stack. Frees out
+// of order are accepted: the block is marked and the stack unwinds once everything above it is
+// free. Every driver failure returns a status and leaves the pool usable.
+
+#include "pool.h"
+
+#include <vector>
+
+namespace gcp {
+
+class pool_vmm final : public pool {
+  public:
+    static constexpr size_t ALIGNMENT = 128; // ggml's: keeps every tensor's vector loads aligned
+
+    pool_vmm(driver & drv, int device, size_t reserve_size);
+    ~pool_vmm() override;
+
+    // unmaps the physical chunks wholly above the stack top
+    status trim() override;
+
+  protected:
+    status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
+    void   do_free(void * ptr, size_t actual) override;
+    size_t cached_bytes() const override { return mapped_ - stats_.live_bytes; }
+
+  private:
+    struct chunk { // one physical allocation mapped at base_ + offset
+        size_t     offset;
+        size_t     size;
+        vmm_handle handle;
+    };
+    struct block { // one handed-out buffer at base_ + offset
+        size_t offset;
+        size_t size;
+        bool   freed;
+    };
+
+    status reserve();
+    status grow(size_t bytes);  // map at least bytes more
+    bool   unmap_last_chunk();
+
+    size_t             granularity_;
+    size_t             reserve_size_;
+    uintptr_t          base_   = 0; // 0 until the range is reserved
+    size_t             used_   = 0; // stack top, offset from base_
+    size_t             mapped_ = 0;
+    std::vector<chunk> chunks_;
+    std::vector<block> blocks_; // ascending offsets
+};
+
+} // namespace gcp

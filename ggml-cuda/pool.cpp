@@ -1,0 +1,102 @@
+#include "pool.h"
+
+#include "log.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gcp {
+
+const char * platform_name(ggml_cpool_platform p) {
+    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
+}
+
+const char * pool::name() const {
+    if (name_[0] == '\0') {
+        snprintf(name_, sizeof(name_), "%s pool[%d]", platform_name(drv_.platform()), device_);
+    }
+    return name_;
+}
+
+ggml_cpool_stats pool::stats() const {
+    ggml_cpool_stats s = stats_;
+    s.cached_bytes     = cached_bytes();
+    return s;
+}
+
+status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    if (ptr == nullptr || actual == nullptr || size == 0) {
+        GCP_LOG_ERROR("%s: alloc of %zu bytes with %s rejected", name(), size,
+                      size == 0 ? "zero size" : "a null output pointer");
+        return INVALID_ARGUMENT;
+    }
+    if ((flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0) {
+        GCP_LOG_ERROR("%s: alloc with unknown flags 0x%x rejected", name(), flags);
+        return INVALID_ARGUMENT;
+    }
+    if (size > MAX_REQUEST) {
+        GCP_LOG_ERROR("%s: alloc of %zu bytes exceeds the largest request (%zu)", name(), size, MAX_REQUEST);
+        stats_.oom_returned++;
+        return OUT_OF_MEMORY;
+    }
+    *ptr      = nullptr;
+    *actual   = 0;
+    status st = do_alloc(size, flags, ptr, actual);
+    if (st != OK) {
+        if (st == OUT_OF_MEMORY) {
+            stats_.oom_returned++;
+        }
+        return st;
+    }
+    live_[*ptr] = *actual;
+    stats_.allocs++;
+    stats_.live_bytes += *actual;
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+    return OK;
+}
+
+status pool::free(void * ptr, size_t actual) {
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+        GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
+                      name(), ptr);
+        return INVALID_ARGUMENT;
+    }
+    if (it->second != actual) {
+        GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
+                      it->second);
+        return INVALID_ARGUMENT;
+    }
+    live_.erase(it);
+    stats_.live_bytes -= actual;
+    do_free(ptr, actual);
+    return OK;
+}
+
+void pool::on_driver_alloc(size_t bytes) {
+    stats_.driver_allocs++;
+    stats_.reserved_bytes += bytes;
+    stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+}
+
+void pool::on_driver_free(size_t bytes) {
+    stats_.driver_frees++;
+    stats_.reserved_bytes -= bytes;
+    stats_.generation++;
+}
+
+void pool::release_live() {
+    if (live_.empty()) {
+        return;
+    }
+    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live_.size(),
+                 to_mib(stats_.live_bytes));
+    // free in reverse address order: the VMM pool then unwinds its stack in one pass
+    std::vector<std::pair<void *, size_t>> live(live_.begin(), live_.end());
+    std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
+    for (auto & b : live) {
+        free(b.first, b.second);
+    }
+}
+
+} // namespace gcp

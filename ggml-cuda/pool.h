@@ -1,0 +1,59 @@
+#pragma once
+// What every pool kind shares: argument checks, the record of live buffers that makes a bad
+// free a status instead of corruption, and exact statistics.
+
+#include "driver.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace gcp {
+
+class pool {
+  public:
+    pool(driver & drv, int device, ggml_cpool_kind kind) : drv_(drv), device_(device), kind_(kind) {}
+    virtual ~pool() = default;
+
+    pool(const pool &)             = delete;
+    pool & operator=(const pool &) = delete;
+
+    // actual >= size; OVERALLOCATE asks for 2x headroom
+    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
+    // actual must be the size alloc returned
+    status free(void * ptr, size_t actual);
+    // return what is cached to the driver
+    virtual status trim() = 0;
+
+    ggml_cpool_stats stats() const;
+    ggml_cpool_kind          kind() const { return kind_; }
+    int                      device() const { return device_; }
+    // "CUDA pool[0]" or "HIP pool[1]", the prefix of this pool's log lines
+    const char *             name() const;
+
+  protected:
+    static constexpr size_t OVERALLOCATE_FACTOR = 2;
+
+    // size > 0 and <= MAX_REQUEST; on OK *actual >= size
+    virtual status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
+    virtual void   do_free(void * ptr, size_t actual)                                  = 0;
+
+    // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
+    void on_driver_alloc(size_t bytes);
+    void on_driver_free(size_t bytes);
+    // bytes held for reuse, from the pool's own structures
+    virtual size_t cached_bytes() const = 0;
+
+    // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak list
+    void release_live();
+
+    driver &         drv_;
+    int              device_;
+    ggml_cpool_kind  kind_;
+    ggml_cpool_stats stats_{};
+
+  private:
+    std::unordered_map<void *, size_t> live_; // ptr -> actual size
+    mutable char                       name_[32] = {};
+};
+
+} // namespace gcp

@@ -1,0 +1,137 @@
+#pragma once
+
+// ggml-cuda-pool: device-memory pools of a ggml-style CUDA/HIP backend.
+// A context (one session) owns one pool per device; a pool hands out scratch buffers and calls
+// the driver only on a miss. No call aborts or throws: every failure is a status and a log line.
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef GGML_CPOOL_SHARED
+#    if defined(_WIN32) && !defined(__MINGW32__)
+#        ifdef GGML_CPOOL_BUILD
+#            define GGML_CPOOL_API __declspec(dllexport) extern
+#        else
+#            define GGML_CPOOL_API __declspec(dllimport) extern
+#        endif
+#    else
+#        define GGML_CPOOL_API __attribute__ ((visibility ("default"))) extern
+#    endif
+#else
+#    define GGML_CPOOL_API extern
+#endif
+
+#ifdef  __cplusplus
+extern "C" {
+#endif
+
+#define GGML_CPOOL_MAX_DEVICES 16
+
+// alloc flag: the caller expects this request to keep growing (flash-attention K/V f16
+// conversion buffers grow with the context), so a miss allocates 2x for headroom
+#define GGML_CPOOL_ALLOC_OVERALLOCATE 1u
+
+typedef struct ggml_cpool_driver * ggml_cpool_driver_t;
+typedef struct ggml_cpool_ctx    * ggml_cpool_ctx_t;
+typedef struct ggml_cpool        * ggml_cpool_t;
+
+enum ggml_cpool_status {
+    GGML_CPOOL_STATUS_OK               = 0,
+    GGML_CPOOL_STATUS_OUT_OF_MEMORY    = 1,
+    GGML_CPOOL_STATUS_INVALID_ARGUMENT = 2,
+    GGML_CPOOL_STATUS_DRIVER_ERROR     = 3,
+    GGML_CPOOL_STATUS_UNSUPPORTED      = 4,
+};
+
+enum ggml_cpool_kind {
+    GGML_CPOOL_KIND_AUTO   = 0, // VMM where supported and not disabled, else legacy
+    GGML_CPOOL_KIND_VMM    = 1, // reserved virtual range, physical memory mapped as it grows
+    GGML_CPOOL_KIND_LEGACY = 2, // cached whole buffers, best fit, LRU reclaim on out-of-memory
+    GGML_CPOOL_KIND_PLAIN  = 3, // cached whole buffers, flush everything and retry once on out-of-memory
+};
+
+enum ggml_cpool_driver_kind {
+    GGML_CPOOL_DRIVER_CUDA = 0, // the real device through the CUDA (or HIP) runtime
+    GGML_CPOOL_DRIVER_SIM  = 1, // host memory that behaves like a device
+};
+
+enum ggml_cpool_platform {
+    GGML_CPOOL_PLATFORM_CUDA = 0,
+    GGML_CPOOL_PLATFORM_HIP  = 1,
+};
+
+enum ggml_cpool_log_level {
+    GGML_CPOOL_LOG_DEBUG = 0,
+    GGML_CPOOL_LOG_INFO  = 1,
+    GGML_CPOOL_LOG_WARN  = 2,
+    GGML_CPOOL_LOG_ERROR = 3,
+};
+
+struct ggml_cpool_sim_params {
+    size_t                   capacity;     // device memory per device, bytes
+    int                      device_count;
+    enum ggml_cpool_platform platform;
+    size_t                   granularity;  // VMM mapping granularity, bytes
+    int                      vmm_supported;
+};
+
+struct ggml_cpool_ctx_params {
+    enum ggml_cpool_driver_kind  driver_kind;
+    struct ggml_cpool_sim_params sim;          // used when driver_kind is SIM
+    ggml_cpool_driver_t          driver;       // optional: share this driver instead (several contexts on one device)
+    enum ggml_cpool_kind         kind[GGML_CPOOL_MAX_DEVICES]; // AUTO leaves the choice to the environment
+    size_t                       vmm_reserve;  // virtual range reserved per VMM pool, bytes
+};
+
+struct ggml_cpool_stats {
+    size_t   live_bytes;         // handed out and not yet freed
+    size_t   cached_bytes;       // held for reuse
+    size_t   reserved_bytes;     // taken from the driver (== live + cached)
+    size_t   peak_live_bytes;
+    size_t   peak_reserved_bytes;
+    uint64_t allocs;
+    uint64_t hits;               // served without calling the driver
+    uint64_t misses;
+    uint64_t driver_allocs;      // driver allocations (legacy) or mappings (vmm)
+    uint64_t driver_frees;
+    uint64_t lru_reclaims;       // out-of-memory recoveries by freeing least-recently-used buffers
+    size_t   lru_reclaimed_bytes;
+    uint64_t flushes;            // out-of-memory recoveries by freeing everything cached
+    uint64_t oom_returned;       // OUT_OF_MEMORY statuses returned to the caller
+    uint64_t generation;         // moves whenever the pool returns memory to the driver
+};
+
+typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
+
+// drivers: reference counted; a context keeps the driver it uses alive
+GGML_CPOOL_API struct ggml_cpool_sim_params ggml_cpool_sim_default_params(void);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_create (enum ggml_cpool_driver_kind kind, const struct ggml_cpool_sim_params * sim, ggml_cpool_driver_t * out);
+GGML_CPOOL_API void                         ggml_cpool_driver_release(ggml_cpool_driver_t driver);
+GGML_CPOOL_API int                          ggml_cpool_driver_device_count(ggml_cpool_driver_t driver);
+// allocations, physical VMM handles and reservations the driver still holds (leak checks)
+GGML_CPOOL_API size_t                       ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver);
+
+// contexts: one per session; pools are created lazily per device and belong to the context alone
+GGML_CPOOL_API struct ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_create (const struct ggml_cpool_ctx_params * params, ggml_cpool_ctx_t * out);
+GGML_CPOOL_API void                         ggml_cpool_ctx_free   (ggml_cpool_ctx_t ctx); // releases every device's memory
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out);
+GGML_CPOOL_API ggml_cpool_driver_t          ggml_cpool_ctx_driver (ggml_cpool_ctx_t ctx); // borrowed
+
+// pools
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc     (ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_free      (ggml_cpool_t pool, void * ptr, size_t actual_size);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_get_stats (ggml_cpool_t pool, struct ggml_cpool_stats * out);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trim      (ggml_cpool_t pool); // return cached memory to the driver
+GGML_CPOOL_API uint64_t                     ggml_cpool_generation(ggml_cpool_t pool);
+GGML_CPOOL_API enum ggml_cpool_kind         ggml_cpool_get_kind  (ggml_cpool_t pool); // the kind in effect
+GGML_CPOOL_API int                          ggml_cpool_get_device(ggml_cpool_t pool);
+
+// logging: every line goes to the callback; the default prints GGML_CUDA_POOL_LOG level and above to stderr
+GGML_CPOOL_API void                         ggml_cpool_log_set   (ggml_cpool_log_callback callback, void * user_data);
+GGML_CPOOL_API const char *                 ggml_cpool_status_str(enum ggml_cpool_status status);
+GGML_CPOOL_API const char *                 ggml_cpool_kind_str  (enum ggml_cpool_kind kind);
+
+#ifdef  __cplusplus
+}
+#endif

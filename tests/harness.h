@@ -1,0 +1,165 @@
+#pragma once
+// What the suites share: log capture, scoped environment variables, drivers of either kind
+// (the cuda one reports why it is unavailable, so its tests skip with that reason), and the
+// invariants every pool keeps.
+
+#include "ggml-cuda-pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace harness {
+
+constexpr size_t MiB = size_t(1) << 20;
+
+// collects every log line while alive
+class log_capture {
+  public:
+    log_capture() { ggml_cpool_log_set(&log_capture::on_line, this); }
+    ~log_capture() { ggml_cpool_log_set(nullptr, nullptr); }
+
+    std::vector<std::string> lines(ggml_cpool_log_level min = GGML_CPOOL_LOG_DEBUG) const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        std::vector<std::string>    out;
+        for (auto & l : lines_) {
+            if (l.first >= min) {
+                out.push_back(l.second);
+            }
+        }
+        return out;
+    }
+    // lines matching the regular expression
+    size_t count(const std::string & pattern) const {
+        std::regex re(pattern);
+        size_t     n = 0;
+        for (auto & l : lines()) {
+            n += std::regex_search(l, re);
+        }
+        return n;
+    }
+
+  private:
+    static void on_line(ggml_cpool_log_level level, const char * text, void * self) {
+        auto *                      c = static_cast<log_capture *>(self);
+        std::lock_guard<std::mutex> lock(c->mutex_);
+        std::string                 s(text);
+        if (!s.empty() && s.back() == '\n') {
+            s.pop_back();
+        }
+        c->lines_.emplace_back(level, s);
+    }
+    mutable std::mutex                                         mutex_;
+    std::vector<std::pair<ggml_cpool_log_level, std::string>> lines_;
+};
+
+// sets (or unsets, with nullptr) an environment variable for one scope
+class scoped_env {
+  public:
+    scoped_env(const char * name, const char * value) : name_(name) {
+        const char * old = getenv(name);
+        had_             = old != nullptr;
+        old_             = had_ ? old : "";
+        if (value) {
+            setenv(name, value, 1);
+        } else {
+            unsetenv(name);
+        }
+    }
+    ~scoped_env() {
+        if (had_) {
+            setenv(name_.c_str(), old_.c_str(), 1);
+        } else {
+            unsetenv(name_.c_str());
+        }
+    }
+
+  private:
+    std::string name_, old_;
+    bool        had_;
+};
+
+// the environment variables that steer pool selection, cleared for a test
+struct clean_env {
+    scoped_env no_vmm{ "GGML_CUDA_NO_VMM", nullptr };
+    scoped_env kind{ "GGML_CUDA_POOL", nullptr };
+};
+
+inline ggml_cpool_sim_params sim_params(size_t capacity, int devices = 1,
+                                        ggml_cpool_platform platform = GGML_CPOOL_PLATFORM_CUDA) {
+    ggml_cpool_sim_params p = ggml_cpool_sim_default_params();
+    p.capacity              = capacity;
+    p.device_count          = devices;
+    p.platform              = platform;
+    return p;
+}
+
+// a context of one kind on a given driver
+inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t vmm_reserve = 0) {
+    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+    p.driver                = drv;
+    for (auto & k : p.kind) {
+        k = kind;
+    }
+    if (vmm_reserve) {
+        p.vmm_reserve = vmm_reserve;
+    }
+    ggml_cpool_ctx_t ctx = nullptr;
+    EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    return ctx;
+}
+
+inline ggml_cpool_t pool_of(ggml_cpool_ctx_t ctx, int device = 0) {
+    ggml_cpool_t pool = nullptr;
+    EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, device, &pool), GGML_CPOOL_STATUS_OK);
+    return pool;
+}
+
+inline ggml_cpool_stats stats_of(ggml_cpool_t pool) {
+    ggml_cpool_stats s{};
+    EXPECT_EQ(ggml_cpool_get_stats(pool, &s), GGML_CPOOL_STATUS_OK);
+    return s;
+}
+
+// every pool, at every moment
+inline void expect_consistent(ggml_cpool_t pool) {
+    ggml_cpool_stats s = stats_of(pool);
+    EXPECT_EQ(s.live_bytes + s.cached_bytes, s.reserved_bytes);
+    EXPECT_GE(s.peak_live_bytes, s.live_bytes);
+    EXPECT_GE(s.peak_reserved_bytes, s.reserved_bytes);
+    EXPECT_LE(s.hits, s.allocs);                // a hit always succeeds
+    EXPECT_LE(s.allocs, s.hits + s.misses);     // a miss may fail
+}
+
+// one allocation the test holds
+struct buf {
+    void * ptr  = nullptr;
+    size_t size = 0;
+};
+
+inline buf alloc(ggml_cpool_t pool, size_t size, uint32_t flags = 0) {
+    buf b;
+    EXPECT_EQ(ggml_cpool_alloc(pool, size, flags, &b.ptr, &b.size), GGML_CPOOL_STATUS_OK) << "size " << size;
+    return b;
+}
+
+inline void release(ggml_cpool_t pool, const buf & b) {
+    EXPECT_EQ(ggml_cpool_free(pool, b.ptr, b.size), GGML_CPOOL_STATUS_OK);
+}
+
+// driver under test
+enum class drv { sim, cuda };
+
+inline const char * drv_name(drv d) { return d == drv::sim ? "sim" : "cuda"; }
+
+// the cuda driver, or a reason why the tests using it must skip
+ggml_cpool_driver_t make_cuda_driver(std::string * why_not);
+
+// writes a pattern through the device and reads it back: the memory is real and usable
+bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern);
+
+} // namespace harness

@@ -1,0 +1,256 @@
+// The legacy pool's own rules, on the sim driver whose first-fit device memory fragments like a
+// real one: best fit, look-ahead rounding, OVERALLOCATE, LRU reclaim, full flush, OUT_OF_MEMORY.
+
+#include "harness.h"
+
+#include <algorithm>
+
+using namespace harness;
+
+namespace {
+
+constexpr size_t ROUNDING = 256;
+
+size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+// what a miss takes from the driver: 5% look-ahead, rounded to 256 bytes
+size_t look_ahead(size_t size) { return round_up(size + size / 20, ROUNDING); }
+
+class Legacy : public testing::Test {
+  protected:
+    void open(size_t capacity, ggml_cpool_kind kind = GGML_CPOOL_KIND_LEGACY) {
+        auto p = sim_params(capacity);
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
+        ctx_  = make_ctx(driver_, kind);
+        pool_ = pool_of(ctx_);
+    }
+    void TearDown() override {
+        if (ctx_) {
+            expect_consistent(pool_);
+            ggml_cpool_ctx_free(ctx_);
+        }
+        if (driver_) {
+            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
+            ggml_cpool_driver_release(driver_);
+        }
+    }
+
+    // Device memory laid out as a0 l0 a1 l1 ... a5 l5 b, then a small free tail: the a's and b
+    // cached (b most recently used), the l's live between them so no two a's are adjacent.
+    // Every piece takes look_ahead(U) bytes; the tail is TAIL bytes.
+    static constexpr size_t U    = 2 * MiB;
+    static constexpr size_t TAIL = 1 * MiB;
+    static constexpr int    N    = 6;
+    void fragment() {
+        open(look_ahead(U) * (2 * N + 1) + TAIL, kind_);
+        std::vector<buf> a;
+        for (int i = 0; i < N; i++) {
+            a.push_back(alloc(pool_, U));
+            live_.push_back(alloc(pool_, U));
+        }
+        buf b = alloc(pool_, U);
+        for (auto & x : a) {
+            release(pool_, x);
+        }
+        release(pool_, b);
+        b_ = b;
+    }
+
+    ggml_cpool_kind     kind_   = GGML_CPOOL_KIND_LEGACY;
+    ggml_cpool_driver_t driver_ = nullptr;
+    ggml_cpool_ctx_t    ctx_    = nullptr;
+    ggml_cpool_t        pool_   = nullptr;
+    std::vector<buf>    live_;
+    buf                 b_;
+};
+
+TEST_F(Legacy, BestFitTakesTheSmallestBufferThatHolds) {
+    open(256 * MiB);
+    buf big = alloc(pool_, 8 * MiB), small = alloc(pool_, 2 * MiB), mid = alloc(pool_, 4 * MiB);
+    release(pool_, big);
+    release(pool_, small);
+    release(pool_, mid);
+    buf got = alloc(pool_, 3 * MiB);
+    EXPECT_EQ(got.ptr, mid.ptr) << "4 MiB is the best fit for 3 MiB, not 8 MiB";
+    EXPECT_EQ(got.size, mid.size) << "a hit hands out the whole cached buffer";
+    buf tiny = alloc(pool_, 1);
+    EXPECT_EQ(tiny.ptr, small.ptr);
+    release(pool_, got);
+    release(pool_, tiny);
+}
+
+TEST_F(Legacy, MissAllocatesFivePercentMoreRoundedTo256) {
+    open(256 * MiB);
+    for (size_t size : { size_t(1), size_t(1000), size_t(4096), size_t(1000000), 3 * MiB + 1 }) {
+        buf b = alloc(pool_, size);
+        EXPECT_EQ(b.size, look_ahead(size)) << "size " << size;
+        EXPECT_EQ(b.size % ROUNDING, 0u);
+        release(pool_, b);
+        ggml_cpool_trim(pool_); // the next size must miss
+    }
+    // the look-ahead lets a slightly larger request hit
+    buf a = alloc(pool_, 1000000);
+    release(pool_, a);
+    buf b = alloc(pool_, 1040000);
+    EXPECT_EQ(b.ptr, a.ptr);
+    release(pool_, b);
+}
+
+TEST_F(Legacy, OverallocateMissAllocatesExactlyTwice) {
+    open(256 * MiB);
+    buf b = alloc(pool_, 1000, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    EXPECT_EQ(b.size, round_up(2000, ROUNDING));
+    buf c = alloc(pool_, 3 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    EXPECT_EQ(c.size, 6 * MiB);
+    release(pool_, c);
+    // a growing K/V conversion buffer: the next, larger request still hits
+    buf d = alloc(pool_, 5 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    EXPECT_EQ(d.ptr, c.ptr);
+    release(pool_, b);
+    release(pool_, d);
+}
+
+TEST_F(Legacy, LruReclaimFreesOldestFirstAndStopsAtThreeTimesTheRequest) {
+    constexpr size_t U = 4 * MiB, N = 8;
+    const size_t     u = look_ahead(U);
+    // N cached buffers fill the device but for a gap smaller than the request below
+    open(N * u + 6 * MiB);
+    std::vector<buf> bufs;
+    for (size_t i = 0; i < N; i++) {
+        bufs.push_back(alloc(pool_, U));
+    }
+    // freed in a shuffled order: last use, not allocation order, decides the age
+    const size_t free_order[] = { 3, 6, 1, 7, 4, 2, 5, 0 };
+    for (size_t i : free_order) {
+        release(pool_, bufs[i]);
+    }
+    const size_t R = 7 * MiB, r = look_ahead(R); // 3r needs ceil(3r / u) = 6 buffers
+    ASSERT_EQ((3 * r + u - 1) / u, 6u);
+    log_capture log;
+    buf         big = alloc(pool_, R);
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.lru_reclaims, 1u);
+    EXPECT_EQ(s.lru_reclaimed_bytes, 6 * u);
+    EXPECT_EQ(s.flushes, 0u);
+    EXPECT_EQ(s.cached_bytes, 2 * u) << "reclaim stopped once 3x the request was freed";
+    // the survivors are the two most recently used: 5 and 0
+    buf x = alloc(pool_, U), y = alloc(pool_, U);
+    std::vector<void *> kept = { x.ptr, y.ptr };
+    std::sort(kept.begin(), kept.end());
+    std::vector<void *> want = { bufs[5].ptr, bufs[0].ptr };
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(kept, want);
+    EXPECT_EQ(stats_of(pool_).hits, 2u);
+    // the log lines, in the documented shape
+    char line1[160], line2[96];
+    snprintf(line1, sizeof(line1),
+             "CUDA pool[0]: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
+             double(r) / MiB, 3.0 * double(r) / MiB, double(N * u) / MiB);
+    snprintf(line2, sizeof(line2), "CUDA pool[0]: retry succeeded after reclaiming %.2f MiB", double(6 * u) / MiB);
+    auto lines = log.lines();
+    ASSERT_EQ(lines.size(), 2u);
+    EXPECT_EQ(lines[0], line1);
+    EXPECT_EQ(lines[1], line2);
+    release(pool_, big);
+    release(pool_, x);
+    release(pool_, y);
+}
+
+TEST_F(Legacy, FullFlushWhenLruReclaimIsNotEnough) {
+    fragment();
+    // 2.5 MiB fits nowhere but in b + tail; LRU frees a0..a3 (3x the request) whose gaps are
+    // each too small, so the pool must flush b as well
+    log_capture log;
+    buf         x = alloc(pool_, 5 * MiB / 2);
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.lru_reclaims, 1u);
+    EXPECT_EQ(s.lru_reclaimed_bytes, 4 * look_ahead(U));
+    EXPECT_EQ(s.flushes, 1u);
+    EXPECT_EQ(s.cached_bytes, 0u);
+    EXPECT_EQ(x.ptr != nullptr, true);
+    EXPECT_EQ(log.count("trying LRU-style reclaim"), 1u);
+    EXPECT_EQ(log.count("freeing all .* cached and retrying once"), 1u);
+    EXPECT_EQ(log.count("retry succeeded after freeing"), 1u);
+    release(pool_, x);
+    for (auto & l : live_) {
+        release(pool_, l);
+    }
+}
+
+TEST_F(Legacy, PlainKindFlushesWithoutTheLruStep) {
+    kind_ = GGML_CPOOL_KIND_PLAIN;
+    fragment();
+    log_capture log;
+    buf         x = alloc(pool_, 5 * MiB / 2);
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.lru_reclaims, 0u);
+    EXPECT_EQ(s.flushes, 1u);
+    EXPECT_EQ(log.count("LRU"), 0u);
+    release(pool_, x);
+    for (auto & l : live_) {
+        release(pool_, l);
+    }
+}
+
+TEST_F(Legacy, OutOfMemoryWhenBothFailThenSmallerRequestsStillServed) {
+    fragment();
+    log_capture log;
+    void *      p = nullptr;
+    size_t      actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(p, nullptr);
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.oom_returned, 1u);
+    EXPECT_EQ(s.lru_reclaims, 1u);
+    EXPECT_EQ(s.flushes, 1u);
+    EXPECT_EQ(log.count("failed after freeing everything cached: out of memory"), 1u);
+    expect_consistent(pool_);
+    buf small = alloc(pool_, 1 * MiB);
+    EXPECT_TRUE(fill_and_check(drv::sim, small.ptr, small.size, 0x7e));
+    release(pool_, small);
+    for (auto & l : live_) {
+        release(pool_, l);
+    }
+}
+
+TEST_F(Legacy, OutOfMemoryWithNothingCachedSkipsTheSynchronize) {
+    open(8 * MiB);
+    buf    a = alloc(pool_, 6 * MiB);
+    void * p = nullptr;
+    size_t actual = 0;
+    log_capture log;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(log.count("nothing cached"), 1u);
+    EXPECT_EQ(stats_of(pool_).flushes, 0u);
+    release(pool_, a);
+}
+
+TEST_F(Legacy, CacheHoldsAtMost256BuffersAndReturnsTheRest) {
+    open(1024 * MiB);
+    std::vector<buf> bufs;
+    for (int i = 0; i < 257; i++) {
+        bufs.push_back(alloc(pool_, 4096));
+    }
+    for (auto & b : bufs) {
+        release(pool_, b);
+    }
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.cached_bytes, 256 * look_ahead(4096));
+    EXPECT_EQ(s.driver_frees, 1u);
+    EXPECT_EQ(s.generation, 1u);
+}
+
+TEST_F(Legacy, ReclaimMovesTheGenerationAndPeakTracksReserved) {
+    fragment();
+    uint64_t before = ggml_cpool_generation(pool_);
+    buf      x      = alloc(pool_, 5 * MiB / 2);
+    EXPECT_GT(ggml_cpool_generation(pool_), before) << "memory went back to the driver: graphs must recapture";
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.peak_reserved_bytes, look_ahead(U) * (2 * N + 1));
+    release(pool_, x);
+    for (auto & l : live_) {
+        release(pool_, l);
+    }
+}
+
+} // namespace

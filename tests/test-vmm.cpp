@@ -1,0 +1,144 @@
+// The VMM pool's own rules on the sim driver: growth by granularity, the stack, out-of-order
+// frees, trim, and every failure (range exhausted, device full) leaving the pool usable.
+
+#include "harness.h"
+
+using namespace harness;
+
+namespace {
+
+constexpr size_t GRAN = 2 * MiB; // the sim's default granularity, as CUDA recommends
+
+class Vmm : public testing::Test {
+  protected:
+    void open(size_t capacity, size_t reserve) {
+        auto p = sim_params(capacity);
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
+        ctx_  = make_ctx(driver_, GGML_CPOOL_KIND_VMM, reserve);
+        pool_ = pool_of(ctx_);
+    }
+    void TearDown() override {
+        if (ctx_) {
+            expect_consistent(pool_);
+            ggml_cpool_ctx_free(ctx_);
+        }
+        if (driver_) {
+            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
+            ggml_cpool_driver_release(driver_);
+        }
+    }
+    ggml_cpool_driver_t driver_ = nullptr;
+    ggml_cpool_ctx_t    ctx_    = nullptr;
+    ggml_cpool_t        pool_   = nullptr;
+};
+
+TEST_F(Vmm, NothingIsReservedBeforeTheFirstAllocation) {
+    open(256 * MiB, 64 * MiB);
+    EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
+    buf a = alloc(pool_, 100);
+    EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 3u) << "one range, one physical handle, one mapping";
+    release(pool_, a);
+}
+
+TEST_F(Vmm, GrowsByGranularity) {
+    open(256 * MiB, 64 * MiB);
+    buf a = alloc(pool_, 100);
+    EXPECT_EQ(a.size, 128u) << "128-byte alignment";
+    EXPECT_EQ(stats_of(pool_).reserved_bytes, GRAN);
+    buf b = alloc(pool_, GRAN - 256); // still inside the first granule
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.reserved_bytes, GRAN);
+    EXPECT_EQ(s.driver_allocs, 1u);
+    EXPECT_EQ(s.hits, 1u);
+    EXPECT_EQ(static_cast<char *>(b.ptr), static_cast<char *>(a.ptr) + a.size) << "addresses in order";
+    buf c = alloc(pool_, 3 * MiB); // needs 3 MiB more than mapped - 128 - (GRAN-256): two granules
+    s     = stats_of(pool_);
+    EXPECT_EQ(s.reserved_bytes, 3 * GRAN);
+    EXPECT_EQ(s.driver_allocs, 2u);
+    EXPECT_TRUE(fill_and_check(drv::sim, c.ptr, c.size, 0x42)) << "the grown range is mapped and writable";
+    release(pool_, c);
+    release(pool_, b);
+    release(pool_, a);
+}
+
+TEST_F(Vmm, RangeExhaustionReturnsOutOfMemoryAndThePoolStaysUsable) {
+    open(256 * MiB, 8 * MiB);
+    buf         a = alloc(pool_, 6 * MiB);
+    log_capture log;
+    void *      p = nullptr;
+    size_t      actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(log.count("exceeds the virtual range"), 1u);
+    EXPECT_EQ(stats_of(pool_).oom_returned, 1u);
+    buf b = alloc(pool_, 1 * MiB);
+    EXPECT_TRUE(fill_and_check(drv::sim, b.ptr, b.size, 1));
+    release(pool_, b);
+    release(pool_, a);
+    buf c = alloc(pool_, 8 * MiB); // the whole range once the stack is empty
+    release(pool_, c);
+}
+
+TEST_F(Vmm, DeviceFullReturnsOutOfMemoryAndThePoolStaysUsable) {
+    open(8 * MiB, 64 * MiB);
+    buf         a = alloc(pool_, 6 * MiB);
+    log_capture log;
+    void *      p = nullptr;
+    size_t      actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(log.count("creating .* MiB of physical memory failed \\(OUT_OF_MEMORY\\)"), 1u);
+    expect_consistent(pool_);
+    buf b = alloc(pool_, 2 * MiB); // the last free granule
+    EXPECT_EQ(stats_of(pool_).reserved_bytes, 8 * MiB);
+    EXPECT_TRUE(fill_and_check(drv::sim, b.ptr, b.size, 2));
+    release(pool_, b);
+    release(pool_, a);
+}
+
+TEST_F(Vmm, OutOfOrderFreeUnwindsOnceTheTopIsFree) {
+    open(256 * MiB, 64 * MiB);
+    buf a = alloc(pool_, 1 * MiB), b = alloc(pool_, 1 * MiB), c = alloc(pool_, 1 * MiB);
+    release(pool_, b); // under c: marked, not reusable yet
+    buf d = alloc(pool_, 1 * MiB);
+    EXPECT_EQ(static_cast<char *>(d.ptr), static_cast<char *>(c.ptr) + c.size);
+    release(pool_, d);
+    release(pool_, c); // unwinds c and the hole b left
+    buf e = alloc(pool_, 1 * MiB);
+    EXPECT_EQ(e.ptr, b.ptr);
+    release(pool_, e);
+    release(pool_, a);
+    EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
+}
+
+TEST_F(Vmm, TrimUnmapsAboveTheTopAndUnmappedMemoryFaults) {
+    open(256 * MiB, 64 * MiB);
+    buf keep = alloc(pool_, 1 * MiB);
+    buf drop = alloc(pool_, 10 * MiB);
+    release(pool_, drop);
+    ggml_cpool_stats before = stats_of(pool_);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_stats after = stats_of(pool_);
+    EXPECT_EQ(after.reserved_bytes, GRAN);
+    EXPECT_EQ(after.generation, before.generation + 1);
+    EXPECT_TRUE(fill_and_check(drv::sim, keep.ptr, keep.size, 9));
+    volatile char * stale = static_cast<char *>(drop.ptr) + GRAN;
+    EXPECT_DEATH(*stale = 1, "") << "memory the pool unmapped is no longer accessible";
+    buf again = alloc(pool_, 10 * MiB); // maps again
+    EXPECT_TRUE(fill_and_check(drv::sim, again.ptr, again.size, 3));
+    release(pool_, again);
+    release(pool_, keep);
+}
+
+TEST_F(Vmm, UnsupportedDeviceRefusesAnExplicitVmmPool) {
+    auto p          = sim_params(64 * MiB);
+    p.vmm_supported = 0;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx = make_ctx(driver_, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_t     pool = nullptr;
+    log_capture      log;
+    EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, 0, &pool), GGML_CPOOL_STATUS_UNSUPPORTED);
+    EXPECT_EQ(pool, nullptr);
+    EXPECT_EQ(log.count("does not support virtual memory management"), 1u);
+    ggml_cpool_ctx_free(ctx);
+}
+
+} // namespace
