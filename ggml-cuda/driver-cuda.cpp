@@ -251,7 +251,7 @@ status make_cuda_driver(std::shared_ptr<driver> * out) {
     cudaError_t e     = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         cudaGetLastError();
-        GCP_LOG_WARN("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
         return UNSUPPORTED;
     }
     driver_api api;

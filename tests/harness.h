@@ -155,6 +155,7 @@ inline void release(ggml_cpool_t pool, const buf & b) {
 enum class drv { sim, cuda };
 
 inline const char * drv_name(drv d) { return d == drv::sim ? "sim" : "cuda"; }
+inline void         PrintTo(drv d, std::ostream * os) { *os << drv_name(d); }
 
 // the cuda driver, or a reason why the tests using it must skip
 ggml_cpool_driver_t make_cuda_driver(std::string * why_not);

@@ -1,1 +1,220 @@
-int main(){return 0;}
+// pool-demo: drives every pool kind with the allocation pattern of an LLM forward pass (prompt
+// chunks, then decode steps) and prints a pool report. Without a GPU it runs on the sim driver.
+//
+//   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]
+//             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
+
+#include "ggml-cuda-pool.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t MiB           = size_t(1) << 20;
+constexpr size_t F16           = 2; // bytes per element of dequantized weights and K/V conversions
+constexpr size_t F32           = 4; // bytes per element of activations
+constexpr int    UBATCH        = 512; // prompt tokens per forward pass
+constexpr int    KV_HEAD_RATIO = 1;   // K/V width is n_embd / this (> 1 for grouped-query attention)
+
+struct model {
+    int    layers   = 8; // the width of a 7B-class model, fewer layers to keep the run short
+    size_t embd     = 4096;
+    size_t ff       = 11008;
+    int    prompt   = 512;
+    int    tokens   = 15872; // decode until the context is 16384
+    size_t capacity = 700 * MiB; // sim device memory: tight enough that growth needs reclaim
+};
+
+struct scratch {
+    void * ptr  = nullptr;
+    size_t size = 0;
+};
+
+// one forward pass over `batch` new tokens with `ctx` tokens in the cache; false on a failure
+bool forward(ggml_cpool_t pool, const model & m, bool overallocate, int batch, int ctx, int * errors) {
+    std::vector<scratch> held;
+    auto get = [&](size_t size, uint32_t flags) {
+        scratch s;
+        ggml_cpool_status st = ggml_cpool_alloc(pool, size, flags, &s.ptr, &s.size);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            (*errors)++;
+            return false;
+        }
+        held.push_back(s);
+        return true;
+    };
+    auto put_all = [&] {
+        for (auto it = held.rbegin(); it != held.rend(); ++it) {
+            ggml_cpool_free(pool, it->ptr, it->size);
+        }
+        held.clear();
+    };
+    const size_t kv_embd = m.embd / KV_HEAD_RATIO;
+    for (int l = 0; l < m.layers; l++) {
+        bool ok = get(size_t(batch) * m.embd * F32, 0); // normalized input
+        if (batch > 1) {
+            // prompt: matrix products dequantize the weights to f16 for cuBLAS
+            ok = ok && get(m.embd * m.embd * F16, 0);
+        }
+        // flash attention converts K and V to f16: they grow with the context
+        const uint32_t grow = overallocate ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0;
+        ok = ok && get(size_t(ctx) * kv_embd * F16, grow);
+        ok = ok && get(size_t(ctx) * kv_embd * F16, grow);
+        ok = ok && get(size_t(batch) * m.embd * F32, 0); // attention output
+        put_all();
+        ok = ok && get(size_t(batch) * m.ff * F32, 0); // feed-forward hidden state
+        if (batch > 1) {
+            ok = ok && get(m.embd * m.ff * F16, 0);
+        }
+        put_all();
+        if (!ok) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void report(const char * kind, const ggml_cpool_stats & s, int errors) {
+    printf("%-9s %9llu %6.2f%% %8llu %8llu %10.1f %10.1f %8llu %7llu %5llu %6d\n", kind,
+           (unsigned long long) s.allocs, s.allocs ? 100.0 * double(s.hits) / double(s.allocs) : 0.0,
+           (unsigned long long) s.driver_allocs, (unsigned long long) s.driver_frees, double(s.peak_live_bytes) / MiB,
+           double(s.peak_reserved_bytes) / MiB, (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes,
+           (unsigned long long) s.generation, errors);
+}
+
+bool parse_kind(const std::string & name, ggml_cpool_kind * kind) {
+    for (ggml_cpool_kind k : { GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN }) {
+        if (name == ggml_cpool_kind_str(k)) {
+            *kind = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+// one session of the model on a fresh context; prints its report row
+void run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool overallocate) {
+    std::string label = std::string(ggml_cpool_kind_str(kind)) + (overallocate ? " 2x" : " 1x");
+    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+    p.driver                = drv;
+    p.kind[0]               = kind;
+    ggml_cpool_ctx_t ctx    = nullptr;
+    ggml_cpool_t     pool   = nullptr;
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK) {
+        printf("%-9s unavailable on this device\n", label.c_str());
+        ggml_cpool_ctx_free(ctx);
+        return;
+    }
+    int errors  = 0;
+    int ctx_len = 0;
+    for (int done = 0; done < m.prompt; done += UBATCH) {
+        int batch = m.prompt - done < UBATCH ? m.prompt - done : UBATCH;
+        ctx_len += batch;
+        forward(pool, m, overallocate, batch, ctx_len, &errors);
+    }
+    for (int t = 0; t < m.tokens; t++) {
+        forward(pool, m, overallocate, 1, ++ctx_len, &errors);
+    }
+    ggml_cpool_stats s;
+    ggml_cpool_get_stats(pool, &s);
+    report(label.c_str(), s, errors);
+    ggml_cpool_ctx_free(ctx);
+}
+
+int usage(const char * argv0) {
+    fprintf(stderr,
+            "usage: %s [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]\n"
+            "          [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n",
+            argv0);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    model       m;
+    std::string driver_name;
+    std::string kinds = "legacy,plain,vmm";
+    std::vector<bool> modes = { true, false }; // K/V conversions with and without OVERALLOCATE
+    for (int i = 1; i < argc; i++) {
+        std::string a    = argv[i];
+        const char * val = i + 1 < argc ? argv[i + 1] : nullptr;
+        if (val == nullptr) {
+            return usage(argv[0]);
+        }
+        i++;
+        if (a == "--driver") {
+            driver_name = val;
+        } else if (a == "--kinds") {
+            kinds = val;
+        } else if (a == "--layers") {
+            m.layers = atoi(val);
+        } else if (a == "--embd") {
+            m.embd = size_t(atol(val));
+        } else if (a == "--ff") {
+            m.ff = size_t(atol(val));
+        } else if (a == "--prompt") {
+            m.prompt = atoi(val);
+        } else if (a == "--tokens") {
+            m.tokens = atoi(val);
+        } else if (a == "--overallocate") {
+            modes = atoi(val) != 0 ? std::vector<bool>{ true } : std::vector<bool>{ false };
+        } else if (a == "--capacity") {
+            m.capacity = size_t(atol(val)) * MiB;
+        } else {
+            return usage(argv[0]);
+        }
+    }
+    if (m.layers < 1 || m.embd < KV_HEAD_RATIO || m.ff < 1 || m.prompt < 1 || m.tokens < 0 || m.capacity == 0) {
+        return usage(argv[0]);
+    }
+
+    // the real device when there is one (or when asked), else the sim driver
+    ggml_cpool_driver_t drv = nullptr;
+    ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
+    sim.capacity              = m.capacity;
+    if (driver_name != "sim") {
+        if (ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &drv) != GGML_CPOOL_STATUS_OK) {
+            if (driver_name == "cuda") {
+                fprintf(stderr, "pool-demo: the cuda driver is unavailable\n");
+                return 1;
+            }
+            printf("no CUDA device: running on the sim driver (%.0f MiB of host memory acting as a device)\n",
+                   double(m.capacity) / MiB);
+        }
+    }
+    if (drv == nullptr && ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv) != GGML_CPOOL_STATUS_OK) {
+        return 1;
+    }
+    printf("model: %d layers, n_embd %zu, n_ff %zu; prompt %d tokens in chunks of %d, then %d decode steps\n\n",
+           m.layers, m.embd, m.ff, m.prompt, UBATCH, m.tokens);
+    printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "pool", "allocs", "hits", "drv-alloc", "drv-free",
+           "peak-live", "peak-resv", "lru", "flushes", "gen", "errors");
+    printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "", "", "", "", "", "MiB", "MiB", "reclaims", "", "", "");
+
+    int  status = 0;
+    size_t start = 0;
+    while (start < kinds.size()) {
+        size_t          end  = kinds.find(',', start);
+        std::string     name = kinds.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        start                = end == std::string::npos ? kinds.size() : end + 1;
+        ggml_cpool_kind kind;
+        if (!parse_kind(name, &kind)) {
+            fprintf(stderr, "pool-demo: unknown pool kind '%s'\n", name.c_str());
+            status = 2;
+            continue;
+        }
+        for (bool overallocate : modes) {
+            run(drv, m, kind, overallocate);
+        }
+    }
+    size_t left = ggml_cpool_driver_outstanding(drv);
+    printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
+    ggml_cpool_driver_release(drv);
+    return left == 0 ? status : 1;
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# On a CUDA machine: builds for the local GPU, runs every ctest label (gpu included), then the
+# same suites and the demo under compute-sanitizer memcheck; prints a summary table.
+# Logs go to $OUT when set (the device runner), else build-gpu/logs.
+# Where GoogleTest is not installed, its source in .deps/googletest is built (scripts/deps.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+LOGS=${OUT:-$BUILD_DIR/logs}
+mkdir -p "$LOGS"
+rows=()
+failed=0
+
+# step NAME COMMAND...: runs it, logs it, records a summary row
+step() {
+    local name=$1
+    shift
+    local t0=$SECONDS
+    "$@" >"$LOGS/$name.log" 2>&1
+    local rc=$?
+    local tests
+    tests=$(grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+|ERROR SUMMARY: [0-9]+ errors?|\[  PASSED  \] [0-9]+ tests?' \
+        "$LOGS/$name.log" | tail -1)
+    local skipped
+    skipped=$(grep -c '\*\*\*Skipped\|\[  SKIPPED \]' "$LOGS/$name.log")
+    rows+=("$(printf '%-24s %-5s %5ss  skipped %-4s %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
+        $((SECONDS - t0)) "$skipped" "$tests")")
+    [ $rc -eq 0 ] || failed=1
+    tail -3 "$LOGS/$name.log"
+    return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
+
+gtest=()
+[ -d .deps/googletest ] && gtest=(-DGGML_CPOOL_GTEST_SRC="$PWD/.deps/googletest")
+step configure cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGML_CUDA=ON "${gtest[@]}" "$@"
+step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { printf '%s\n' "${rows[@]}"; exit 1; }
+
+T="$BUILD_DIR/tests/test-pools"
+step ctest-unit ctest --test-dir "$BUILD_DIR" -L unit -j 8 --output-on-failure
+step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure
+# the gpu label must have run on this machine, not skipped
+if grep -q 'Skipped' "$LOGS/ctest-gpu.log"; then
+    echo "gpu tests skipped on a GPU machine"; failed=1
+fi
+# death tests fork a child that faults on purpose: memcheck would report that child's host fault
+step memcheck-tests compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$T" --gtest_filter='-*UnmappedMemoryFaults*'
+step demo "$BUILD_DIR/tools/pool-demo" --driver cuda
+step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$BUILD_DIR/tools/pool-demo" --driver cuda --tokens 512
+
+echo
+echo "== summary ($(cut -d, -f1 "$LOGS/gpu.txt" | head -1)) =="
+printf '%s\n' "${rows[@]}" | tee "$LOGS/summary.txt"
+exit $failed
