@@ -1,5 +1,6 @@
 #include "backend.h"
 
+#include "driver-fault.h"
 #include "driver-sim.h"
 #include "env.h"
 #include "log.h"
@@ -9,6 +10,8 @@
 #ifdef GGML_CPOOL_HAVE_CUDA
 #    include "driver-cuda.h"
 #endif
+
+#include <cstdlib>
 
 namespace gcp {
 
@@ -52,6 +55,22 @@ status make_driver(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params & si
     }
     GCP_LOG_ERROR("unknown driver kind %d", int(kind));
     return INVALID_ARGUMENT;
+}
+
+status apply_env_faults(std::shared_ptr<driver> * drv) {
+    const char * text = getenv(ENV_FAULT);
+    if (text == nullptr || *text == '\0') {
+        return OK;
+    }
+    fault_spec spec;
+    status     st = parse_fault_spec(text, &spec);
+    if (st != OK) {
+        GCP_LOG_ERROR("%s is malformed", ENV_FAULT);
+        return st;
+    }
+    GCP_LOG_INFO("%s=%s: fault injection armed", ENV_FAULT, text);
+    *drv = std::make_shared<fault_driver>(*drv, spec);
+    return OK;
 }
 
 backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv) :

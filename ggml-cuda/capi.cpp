@@ -1,6 +1,7 @@
 // The C ABI: argument checks and the wall that no exception crosses.
 
 #include "backend.h"
+#include "driver-fault.h"
 #include "log.h"
 
 #include <new>
@@ -79,6 +80,58 @@ size_t ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver) {
     return driver ? driver->impl->outstanding() : 0;
 }
 
+size_t ggml_cpool_driver_used(ggml_cpool_driver_t driver, int device) {
+    return driver ? driver->impl->used(device) : 0;
+}
+
+uint64_t ggml_cpool_driver_calls(ggml_cpool_driver_t driver, ggml_cpool_call call) {
+    if (driver == nullptr || call < 0 || call > GGML_CPOOL_CALL_COUNT) {
+        return 0;
+    }
+    return call == GGML_CPOOL_CALL_COUNT ? driver->impl->calls() : driver->impl->calls(gcp::call(call));
+}
+
+ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec,
+                                                 ggml_cpool_driver_t * out) {
+    if (inner == nullptr || out == nullptr) {
+        return null_arg(__func__, inner ? "out" : "inner");
+    }
+    *out = nullptr;
+    return guarded(__func__, [&] {
+        gcp::fault_spec   parsed;
+        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            *out = new ggml_cpool_driver{ std::make_shared<gcp::fault_driver>(inner->impl, parsed) };
+        }
+        return st;
+    });
+}
+
+static gcp::fault_driver * as_fault(ggml_cpool_driver_t driver) {
+    return driver ? dynamic_cast<gcp::fault_driver *>(driver->impl.get()) : nullptr;
+}
+
+ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const char * spec) {
+    gcp::fault_driver * f = as_fault(fault);
+    if (f == nullptr) {
+        GCP_LOG_ERROR("%s: not a fault-injecting driver", __func__);
+        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+    }
+    return guarded(__func__, [&] {
+        gcp::fault_spec   parsed;
+        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            f->arm(parsed);
+        }
+        return st;
+    });
+}
+
+uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
+    gcp::fault_driver * f = as_fault(fault);
+    return f ? f->fired() : 0;
+}
+
 ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     ggml_cpool_ctx_params p = {};
     p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
@@ -106,6 +159,9 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
             st = gcp::make_driver(p.driver_kind, p.sim, &drv);
         }
         std::unique_ptr<gcp::backend> b;
+        if (st == GGML_CPOOL_STATUS_OK) {
+            st = gcp::apply_env_faults(&drv);
+        }
         if (st == GGML_CPOOL_STATUS_OK) {
             st = gcp::backend::create(p, drv, &b);
         }

@@ -6,7 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 namespace gcp {
@@ -115,62 +115,79 @@ class cuda_driver final : public driver {
 
     ggml_cpool_platform platform() const override { return GGML_CPOOL_PLATFORM_CUDA; }
     int                 device_count() const override { return count_; }
+    void                clear_error() override { cudaGetLastError(); }
+    bool   vmm_supported(int device) const override { return valid(device) && vmm_[size_t(device)]; }
+    size_t vmm_granularity(int device) const override { return valid(device) ? granularity_[size_t(device)] : 0; }
 
-    status malloc(int device, size_t size, void ** ptr) override {
+    size_t outstanding() const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return allocs_.size() + handles_.size() + ranges_.size();
+    }
+
+    size_t used(int device) const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        size_t                      n = 0;
+        for (auto & a : allocs_) {
+            n += a.second.device == device ? a.second.size : 0;
+        }
+        for (auto & h : handles_) {
+            n += h.second.device == device ? h.second.size : 0;
+        }
+        return n;
+    }
+
+  protected:
+
+    status do_malloc(int device, size_t size, void ** ptr) override {
         status st = on_device(device, [&] {
             cudaError_t e = cudaMalloc(ptr, size);
             return e == cudaErrorMemoryAllocation ? from_cuda(e) : report(from_cuda(e), "cudaMalloc", device, int(e));
         });
         if (st == OK) {
-            track(allocs_, reinterpret_cast<uintptr_t>(*ptr), true);
+            track(allocs_, reinterpret_cast<uintptr_t>(*ptr), device, size);
         }
         return st;
     }
 
-    status free(int device, void * ptr) override {
+    status do_free(int device, void * ptr) override {
         status st = on_device(device, [&] {
             cudaError_t e = cudaFree(ptr);
             return report(from_cuda(e), "cudaFree", device, int(e));
         });
         if (st == OK) {
-            track(allocs_, reinterpret_cast<uintptr_t>(ptr), false);
+            untrack(allocs_, reinterpret_cast<uintptr_t>(ptr));
         }
         return st;
     }
 
-    status synchronize(int device) override {
+    status do_synchronize(int device) override {
         return on_device(device, [&] {
             cudaError_t e = cudaDeviceSynchronize();
             return report(from_cuda(e), "cudaDeviceSynchronize", device, int(e));
         });
     }
 
-    void clear_error() override { cudaGetLastError(); }
-
-    bool   vmm_supported(int device) const override { return valid(device) && vmm_[size_t(device)]; }
-    size_t vmm_granularity(int device) const override { return valid(device) ? granularity_[size_t(device)] : 0; }
-
-    status vmm_reserve(int device, size_t size, uintptr_t * addr) override {
+    status do_vmm_reserve(int device, size_t size, uintptr_t * addr) override {
         CUdeviceptr p  = 0;
         CUresult    r  = api_.mem_address_reserve(&p, size, 0, 0, 0);
         status      st = report(from_cu(r), "cuMemAddressReserve", device, int(r));
         if (st == OK) {
             *addr = uintptr_t(p);
-            track(ranges_, *addr, true);
+            track(ranges_, *addr, device, 0);
         }
         return st;
     }
 
-    status vmm_unreserve(int device, uintptr_t addr, size_t size) override {
+    status do_vmm_unreserve(int device, uintptr_t addr, size_t size) override {
         CUresult r  = api_.mem_address_free(CUdeviceptr(addr), size);
         status   st = report(from_cu(r), "cuMemAddressFree", device, int(r));
         if (st == OK) {
-            track(ranges_, addr, false);
+            untrack(ranges_, addr);
         }
         return st;
     }
 
-    status vmm_create(int device, size_t size, vmm_handle * handle) override {
+    status do_vmm_create(int device, size_t size, vmm_handle * handle) override {
         CUmemAllocationProp          prop = props(device);
         CUmemGenericAllocationHandle h    = 0;
         CUresult                     r    = api_.mem_create(&h, size, &prop, 0);
@@ -178,31 +195,31 @@ class cuda_driver final : public driver {
                                                                            report(from_cu(r), "cuMemCreate", device, int(r));
         if (st == OK) {
             *handle = vmm_handle(h);
-            track(handles_, uintptr_t(h), true);
+            track(handles_, uintptr_t(h), device, size);
         }
         return st;
     }
 
-    status vmm_release(int device, vmm_handle handle) override {
+    status do_vmm_release(int device, vmm_handle handle) override {
         CUresult r  = api_.mem_release(CUmemGenericAllocationHandle(handle));
         status   st = report(from_cu(r), "cuMemRelease", device, int(r));
         if (st == OK) {
-            track(handles_, uintptr_t(handle), false);
+            untrack(handles_, uintptr_t(handle));
         }
         return st;
     }
 
-    status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
+    status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
         CUresult r = api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0);
         return r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : report(from_cu(r), "cuMemMap", device, int(r));
     }
 
-    status vmm_unmap(int device, uintptr_t addr, size_t size) override {
+    status do_vmm_unmap(int device, uintptr_t addr, size_t size) override {
         CUresult r = api_.mem_unmap(CUdeviceptr(addr), size);
         return report(from_cu(r), "cuMemUnmap", device, int(r));
     }
 
-    status vmm_access(int device, uintptr_t addr, size_t size, int accessor) override {
+    status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) override {
         CUmemAccessDesc access = {};
         access.location.type   = CU_MEM_LOCATION_TYPE_DEVICE;
         access.location.id     = accessor;
@@ -211,12 +228,12 @@ class cuda_driver final : public driver {
         return report(from_cu(r), "cuMemSetAccess", device, int(r));
     }
 
-    size_t outstanding() const override {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return allocs_.size() + handles_.size() + ranges_.size();
-    }
-
   private:
+    struct piece {
+        int    device;
+        size_t size;
+    };
+
     bool valid(int device) const { return device >= 0 && device < count_; }
 
     static CUmemAllocationProp props(int device) {
@@ -227,13 +244,14 @@ class cuda_driver final : public driver {
         return prop;
     }
 
-    void track(std::unordered_set<uintptr_t> & set, uintptr_t key, bool add) {
+    // what this driver handed out, for outstanding() and used()
+    void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (add) {
-            set.insert(key);
-        } else {
-            set.erase(key);
-        }
+        map[key] = { device, size };
+    }
+    void untrack(std::unordered_map<uintptr_t, piece> & map, uintptr_t key) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        map.erase(key);
     }
 
     int                           count_;
@@ -241,7 +259,7 @@ class cuda_driver final : public driver {
     std::vector<bool>             vmm_;
     std::vector<size_t>           granularity_;
     mutable std::mutex            mutex_;
-    std::unordered_set<uintptr_t> allocs_, handles_, ranges_;
+    std::unordered_map<uintptr_t, piece> allocs_, handles_, ranges_;
 };
 
 } // namespace

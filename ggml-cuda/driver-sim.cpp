@@ -34,8 +34,7 @@ sim_driver::~sim_driver() {
     }
 }
 
-status sim_driver::malloc(int device, size_t size, void ** ptr) {
-    count(call::malloc);
+status sim_driver::do_malloc(int device, size_t size, void ** ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device) || size == 0) {
         return INVALID_ARGUMENT;
@@ -56,8 +55,7 @@ status sim_driver::malloc(int device, size_t size, void ** ptr) {
     return OK;
 }
 
-status sim_driver::free(int device, void * ptr) {
-    count(call::free);
+status sim_driver::do_free(int device, void * ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return INVALID_ARGUMENT;
@@ -73,8 +71,7 @@ status sim_driver::free(int device, void * ptr) {
     return OK;
 }
 
-status sim_driver::synchronize(int device) {
-    count(call::synchronize);
+status sim_driver::do_synchronize(int device) {
     return valid(device) ? OK : INVALID_ARGUMENT; // host work is already complete
 }
 
@@ -91,8 +88,7 @@ bool sim_driver::in_reservation(const device_state & d, uintptr_t addr, size_t s
     return addr >= it->first && addr + size <= it->first + it->second;
 }
 
-status sim_driver::vmm_reserve(int device, size_t size, uintptr_t * addr) {
-    count(call::vmm_reserve);
+status sim_driver::do_vmm_reserve(int device, size_t size, uintptr_t * addr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!vmm_supported(device) || size == 0 || size % params_.granularity != 0) {
         return INVALID_ARGUMENT;
@@ -106,8 +102,7 @@ status sim_driver::vmm_reserve(int device, size_t size, uintptr_t * addr) {
     return OK;
 }
 
-status sim_driver::vmm_unreserve(int device, uintptr_t addr, size_t size) {
-    count(call::vmm_unreserve);
+status sim_driver::do_vmm_unreserve(int device, uintptr_t addr, size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return INVALID_ARGUMENT;
@@ -126,8 +121,7 @@ status sim_driver::vmm_unreserve(int device, uintptr_t addr, size_t size) {
     return OK;
 }
 
-status sim_driver::vmm_create(int device, size_t size, vmm_handle * handle) {
-    count(call::vmm_create);
+status sim_driver::do_vmm_create(int device, size_t size, vmm_handle * handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!vmm_supported(device) || size == 0 || size % params_.granularity != 0) {
         return INVALID_ARGUMENT;
@@ -142,8 +136,7 @@ status sim_driver::vmm_create(int device, size_t size, vmm_handle * handle) {
     return OK;
 }
 
-status sim_driver::vmm_release(int device, vmm_handle handle) {
-    count(call::vmm_release);
+status sim_driver::do_vmm_release(int device, vmm_handle handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return INVALID_ARGUMENT;
@@ -163,8 +156,7 @@ status sim_driver::vmm_release(int device, vmm_handle handle) {
     return OK;
 }
 
-status sim_driver::vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
-    count(call::vmm_map);
+status sim_driver::do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return INVALID_ARGUMENT;
@@ -178,8 +170,7 @@ status sim_driver::vmm_map(int device, uintptr_t addr, size_t size, vmm_handle h
     return OK;
 }
 
-status sim_driver::vmm_unmap(int device, uintptr_t addr, size_t size) {
-    count(call::vmm_unmap);
+status sim_driver::do_vmm_unmap(int device, uintptr_t addr, size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return INVALID_ARGUMENT;
@@ -196,8 +187,7 @@ status sim_driver::vmm_unmap(int device, uintptr_t addr, size_t size) {
     return OK;
 }
 
-status sim_driver::vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
-    count(call::vmm_access);
+status sim_driver::do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device) || !valid(accessor) || !in_reservation(devices_[size_t(device)], addr, size)) {
         return INVALID_ARGUMENT;

@@ -6,8 +6,6 @@
 #include "driver.h"
 #include "sim-arena.h"
 
-#include <array>
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -24,26 +22,25 @@ class sim_driver final : public driver {
 
     ggml_cpool_platform platform() const override { return params_.platform; }
     int                 device_count() const override { return params_.device_count; }
+    void                clear_error() override {}
+    bool                vmm_supported(int device) const override;
+    size_t              vmm_granularity(int /*device*/) const override { return params_.granularity; }
+    size_t              outstanding() const override;
+    size_t              used(int device) const override;
 
-    status malloc(int device, size_t size, void ** ptr) override;
-    status free(int device, void * ptr) override;
-    status synchronize(int device) override;
-    void   clear_error() override {}
+  protected:
+    status do_malloc(int device, size_t size, void ** ptr) override;
+    status do_free(int device, void * ptr) override;
+    status do_synchronize(int device) override;
 
-    bool   vmm_supported(int device) const override;
-    size_t vmm_granularity(int /*device*/) const override { return params_.granularity; }
-    status vmm_reserve(int device, size_t size, uintptr_t * addr) override;
-    status vmm_unreserve(int device, uintptr_t addr, size_t size) override;
-    status vmm_create(int device, size_t size, vmm_handle * handle) override;
-    status vmm_release(int device, vmm_handle handle) override;
-    status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override;
-    status vmm_unmap(int device, uintptr_t addr, size_t size) override;
-    status vmm_access(int device, uintptr_t addr, size_t size, int accessor) override;
+    status do_vmm_reserve(int device, size_t size, uintptr_t * addr) override;
+    status do_vmm_unreserve(int device, uintptr_t addr, size_t size) override;
+    status do_vmm_create(int device, size_t size, vmm_handle * handle) override;
+    status do_vmm_release(int device, vmm_handle handle) override;
+    status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override;
+    status do_vmm_unmap(int device, uintptr_t addr, size_t size) override;
+    status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) override;
 
-    size_t outstanding() const override;
-
-    uint64_t calls(call c) const { return calls_[size_t(c)].load(); }
-    size_t   used(int device) const; // bytes of the capacity in use
 
   private:
     struct block { // a piece of device memory: where it sits in the arena
@@ -60,14 +57,12 @@ class sim_driver final : public driver {
     };
 
     bool     valid(int device) const { return device >= 0 && device < params_.device_count; }
-    void     count(call c) { calls_[size_t(c)]++; }
     bool     in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
 
     ggml_cpool_sim_params                          params_;
     mutable std::mutex                             mutex_;
     std::vector<device_state>                      devices_;
     vmm_handle                                     next_handle_ = 1;
-    std::array<std::atomic<uint64_t>, size_t(call::count)> calls_{};
 };
 
 } // namespace gcp

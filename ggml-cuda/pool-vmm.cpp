@@ -14,7 +14,7 @@ pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size) :
 pool_vmm::~pool_vmm() {
     release_live();
     trim();
-    if (base_ != 0 && mapped_ == 0) {
+    if (base_ != 0 && mapped_ == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
         if (st != OK) {
             drv_.clear_error();
@@ -34,32 +34,55 @@ status pool_vmm::reserve() {
     return st;
 }
 
-status pool_vmm::grow(size_t bytes) {
-    size_t     size   = round_up(bytes, granularity_);
-    vmm_handle handle = 0;
-    status     st     = drv_.vmm_create(device_, size, &handle);
-    const char * what = "creating";
-    if (st == OK) {
-        st   = drv_.vmm_map(device_, base_ + mapped_, size, handle);
-        what = "mapping";
-        if (st == OK) {
-            st   = drv_.vmm_access(device_, base_ + mapped_, size, device_);
-            what = "granting access to";
-            if (st != OK && drv_.vmm_unmap(device_, base_ + mapped_, size) != OK) {
-                GCP_LOG_ERROR("%s: unmapping after a failed access grant failed", name());
-            }
+bool pool_vmm::release_orphans() {
+    bool any_mapped = false;
+    for (size_t i = orphans_.size(); i-- > 0;) {
+        orphan & o = orphans_[i];
+        if (o.mapped) {
+            o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
         }
-        if (st != OK && drv_.vmm_release(device_, handle) != OK) {
-            GCP_LOG_ERROR("%s: releasing a physical handle after a failed map failed", name());
+        if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
+            orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
+            continue;
+        }
+        any_mapped = any_mapped || o.mapped;
+    }
+    drv_.clear_error();
+    return !any_mapped;
+}
+
+status pool_vmm::grow(size_t bytes) {
+    // a mapping left over from a failed growth still occupies the range where this one goes
+    if (!release_orphans()) {
+        GCP_LOG_ERROR("%s: a failed mapping could not be undone yet; not growing", name());
+        return DRIVER_ERROR;
+    }
+    const size_t size   = round_up(bytes, granularity_);
+    const size_t offset = mapped_;
+    vmm_handle   handle = 0;
+    const char * what   = "creating";
+    status       st     = drv_.vmm_create(device_, size, &handle);
+    if (st == OK) {
+        what = "mapping";
+        st   = drv_.vmm_map(device_, base_ + offset, size, handle);
+        if (st == OK) {
+            what = "granting access to";
+            st   = drv_.vmm_access(device_, base_ + offset, size, device_);
+            if (st != OK) {
+                orphans_.push_back({ offset, size, handle, true });
+            }
+        } else {
+            orphans_.push_back({ offset, size, handle, false });
         }
     }
     if (st != OK) {
         drv_.clear_error();
-        log(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR, "%s: %s %.2f MiB of physical memory failed (%s)",
-            name(), what, to_mib(size), ggml_cpool_status_str(st));
+        log(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR,
+            "%s: %s %.2f MiB of physical memory failed (%s)", name(), what, to_mib(size), ggml_cpool_status_str(st));
+        release_orphans();
         return st;
     }
-    chunks_.push_back({ mapped_, size, handle });
+    chunks_.push_back({ offset, size, handle });
     mapped_ += size;
     on_driver_alloc(size);
     return OK;
@@ -110,14 +133,7 @@ void pool_vmm::do_free(void * ptr, size_t actual) {
 bool pool_vmm::unmap_last_chunk() {
     chunk  c  = chunks_.back();
     status st = drv_.vmm_unmap(device_, base_ + c.offset, c.size);
-    if (st == OK) {
-        st = drv_.vmm_release(device_, c.handle);
-        if (st != OK) {
-            GCP_LOG_ERROR("%s: releasing a physical handle of %.2f MiB failed (%s)", name(), to_mib(c.size),
-                          ggml_cpool_status_str(st));
-            // unmapped already: the range above is free either way
-        }
-    } else {
+    if (st != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: unmapping %.2f MiB failed (%s); kept mapped", name(), to_mib(c.size),
                       ggml_cpool_status_str(st));
@@ -126,16 +142,22 @@ bool pool_vmm::unmap_last_chunk() {
     chunks_.pop_back();
     mapped_ -= c.size;
     on_driver_free(c.size);
+    if (drv_.vmm_release(device_, c.handle) != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: releasing %.2f MiB of physical memory failed; will retry", name(), to_mib(c.size));
+        orphans_.push_back({ c.offset, c.size, c.handle, false });
+    }
     return true;
 }
 
 status pool_vmm::trim() {
+    release_orphans();
     while (!chunks_.empty() && chunks_.back().offset >= used_) {
         if (!unmap_last_chunk()) {
             return DRIVER_ERROR;
         }
     }
-    return OK;
+    return orphans_.empty() ? OK : DRIVER_ERROR;
 }
 
 } // namespace gcp

@@ -37,9 +37,19 @@ class pool_vmm final : public pool {
         bool   freed;
     };
 
+    // physical memory the driver would not take back yet: retried before growth, at trim and
+    // at destruction, so a transient driver failure leaks nothing
+    struct orphan {
+        size_t     offset;
+        size_t     size;
+        vmm_handle handle;
+        bool       mapped;
+    };
+
     status reserve();
-    status grow(size_t bytes);  // map at least bytes more
+    status grow(size_t bytes); // map at least bytes more
     bool   unmap_last_chunk();
+    bool   release_orphans();  // true when none is left mapped
 
     size_t             granularity_;
     size_t             reserve_size_;
@@ -47,7 +57,8 @@ class pool_vmm final : public pool {
     size_t             used_   = 0; // stack top, offset from base_
     size_t             mapped_ = 0;
     std::vector<chunk> chunks_;
-    std::vector<block> blocks_; // ascending offsets
+    std::vector<block>  blocks_; // ascending offsets
+    std::vector<orphan> orphans_;
 };
 
 } // namespace gcp

@@ -67,6 +67,21 @@ enum ggml_cpool_log_level {
     GGML_CPOOL_LOG_ERROR = 3,
 };
 
+// the driver calls, for counters and fault injection
+enum ggml_cpool_call {
+    GGML_CPOOL_CALL_MALLOC = 0,
+    GGML_CPOOL_CALL_FREE,
+    GGML_CPOOL_CALL_SYNCHRONIZE,
+    GGML_CPOOL_CALL_VMM_RESERVE,
+    GGML_CPOOL_CALL_VMM_UNRESERVE,
+    GGML_CPOOL_CALL_VMM_CREATE,
+    GGML_CPOOL_CALL_VMM_RELEASE,
+    GGML_CPOOL_CALL_VMM_MAP,
+    GGML_CPOOL_CALL_VMM_UNMAP,
+    GGML_CPOOL_CALL_VMM_ACCESS,
+    GGML_CPOOL_CALL_COUNT,
+};
+
 struct ggml_cpool_sim_params {
     size_t                   capacity;     // device memory per device, bytes
     int                      device_count;
@@ -110,6 +125,16 @@ GGML_CPOOL_API void                         ggml_cpool_driver_release(ggml_cpool
 GGML_CPOOL_API int                          ggml_cpool_driver_device_count(ggml_cpool_driver_t driver);
 // allocations, physical VMM handles and reservations the driver still holds (leak checks)
 GGML_CPOOL_API size_t                       ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver);
+// device bytes the driver handed out through this module and has not yet taken back
+GGML_CPOOL_API size_t                       ggml_cpool_driver_used(ggml_cpool_driver_t driver, int device);
+// calls made through this driver handle (GGML_CPOOL_CALL_COUNT: all kinds together)
+GGML_CPOOL_API uint64_t                     ggml_cpool_driver_calls(ggml_cpool_driver_t driver, enum ggml_cpool_call call);
+
+// fault injection: a driver that forwards to `inner` and fails the calls `spec` names (README:
+// Fault injection); set_faults re-arms it, NULL or "" disarms it
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec, ggml_cpool_driver_t * out);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_faults  (ggml_cpool_driver_t fault, const char * spec);
+GGML_CPOOL_API uint64_t                     ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault);
 
 // contexts: one per session; pools are created lazily per device and belong to the context alone
 GGML_CPOOL_API struct ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void);

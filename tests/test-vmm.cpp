@@ -109,7 +109,7 @@ TEST_F(Vmm, OutOfOrderFreeUnwindsOnceTheTopIsFree) {
     EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
 }
 
-TEST_F(Vmm, TrimUnmapsAboveTheTopAndUnmappedMemoryFaults) {
+TEST_F(Vmm, TrimUnmapsAboveTheTopAndUnmappedMemoryTraps) {
     open(256 * MiB, 64 * MiB);
     buf keep = alloc(pool_, 1 * MiB);
     buf drop = alloc(pool_, 10 * MiB);

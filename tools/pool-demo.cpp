@@ -5,6 +5,7 @@
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
 
 #include "ggml-cuda-pool.h"
+#include "llm-pass.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,8 +16,6 @@
 namespace {
 
 constexpr size_t MiB           = size_t(1) << 20;
-constexpr size_t F16           = 2; // bytes per element of dequantized weights and K/V conversions
-constexpr size_t F32           = 4; // bytes per element of activations
 constexpr int    UBATCH        = 512; // prompt tokens per forward pass
 constexpr int    KV_HEAD_RATIO = 1;   // K/V width is n_embd / this (> 1 for grouped-query attention)
 
@@ -28,55 +27,6 @@ struct model {
     int    tokens   = 15872; // decode until the context is 16384
     size_t capacity = 700 * MiB; // sim device memory: tight enough that growth needs reclaim
 };
-
-struct scratch {
-    void * ptr  = nullptr;
-    size_t size = 0;
-};
-
-// one forward pass over `batch` new tokens with `ctx` tokens in the cache; false on a failure
-bool forward(ggml_cpool_t pool, const model & m, bool overallocate, int batch, int ctx, int * errors) {
-    std::vector<scratch> held;
-    auto get = [&](size_t size, uint32_t flags) {
-        scratch s;
-        ggml_cpool_status st = ggml_cpool_alloc(pool, size, flags, &s.ptr, &s.size);
-        if (st != GGML_CPOOL_STATUS_OK) {
-            (*errors)++;
-            return false;
-        }
-        held.push_back(s);
-        return true;
-    };
-    auto put_all = [&] {
-        for (auto it = held.rbegin(); it != held.rend(); ++it) {
-            ggml_cpool_free(pool, it->ptr, it->size);
-        }
-        held.clear();
-    };
-    const size_t kv_embd = m.embd / KV_HEAD_RATIO;
-    for (int l = 0; l < m.layers; l++) {
-        bool ok = get(size_t(batch) * m.embd * F32, 0); // normalized input
-        if (batch > 1) {
-            // prompt: matrix products dequantize the weights to f16 for cuBLAS
-            ok = ok && get(m.embd * m.embd * F16, 0);
-        }
-        // flash attention converts K and V to f16: they grow with the context
-        const uint32_t grow = overallocate ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0;
-        ok = ok && get(size_t(ctx) * kv_embd * F16, grow);
-        ok = ok && get(size_t(ctx) * kv_embd * F16, grow);
-        ok = ok && get(size_t(batch) * m.embd * F32, 0); // attention output
-        put_all();
-        ok = ok && get(size_t(batch) * m.ff * F32, 0); // feed-forward hidden state
-        if (batch > 1) {
-            ok = ok && get(m.embd * m.ff * F16, 0);
-        }
-        put_all();
-        if (!ok) {
-            return false;
-        }
-    }
-    return true;
-}
 
 void report(const char * kind, const ggml_cpool_stats & s, int errors) {
     printf("%-9s %9llu %6.2f%% %8llu %8llu %10.1f %10.1f %8llu %7llu %5llu %6d\n", kind,
@@ -110,15 +60,16 @@ void run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool ov
         ggml_cpool_ctx_free(ctx);
         return;
     }
-    int errors  = 0;
-    int ctx_len = 0;
+    const llm_shape shape   = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
+    int             errors  = 0;
+    int             ctx_len = 0;
     for (int done = 0; done < m.prompt; done += UBATCH) {
         int batch = m.prompt - done < UBATCH ? m.prompt - done : UBATCH;
         ctx_len += batch;
-        forward(pool, m, overallocate, batch, ctx_len, &errors);
+        errors += llm_forward(pool, shape, overallocate, batch, ctx_len);
     }
     for (int t = 0; t < m.tokens; t++) {
-        forward(pool, m, overallocate, 1, ++ctx_len, &errors);
+        errors += llm_forward(pool, shape, overallocate, 1, ++ctx_len);
     }
     ggml_cpool_stats s;
     ggml_cpool_get_stats(pool, &s);

@@ -1,0 +1,98 @@
+#include "driver-fault.h"
+
+#include "log.h"
+
+namespace gcp {
+
+void fault_driver::arm(const fault_spec & spec) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    spec_ = spec;
+    rng_.seed(spec.seed);
+    std::fill(std::begin(seen_), std::end(seen_), 0);
+    seen_any_     = 0;
+    fired_        = 0;
+    oneshot_done_ = false;
+}
+
+uint64_t fault_driver::fired() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fired_;
+}
+
+status fault_driver::inject(call c, int device, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t              nth     = ++seen_[size_t(c)];
+    const uint64_t              nth_any = ++seen_any_;
+    if (spec_.empty() || fired_ >= spec_.limit) {
+        return OK;
+    }
+    const status fail = call_allocates(c) ? OUT_OF_MEMORY : DRIVER_ERROR;
+    const char * name = platform_name(inner_->platform());
+
+    if (spec_.oneshot && !oneshot_done_ && (c == call::malloc || c == call::vmm_create) && size >= spec_.oneshot_at) {
+        oneshot_done_ = true;
+        fired_++;
+        GCP_LOG_INFO("%s pool[%d]: injected one-shot reclaim test at %.2f MiB", name, device, to_mib(size));
+        return fail;
+    }
+    for (const fault_spec::nth & n : spec_.nths) {
+        uint64_t count = n.kind == ANY_CALL ? nth_any : nth;
+        if ((n.kind == ANY_CALL || n.kind == int(c)) && (count == n.k || (n.and_later && count > n.k))) {
+            fired_++;
+            GCP_LOG_INFO("%s pool[%d]: injected fault: %s call %llu fails (%s)", name, device, call_name(c),
+                         (unsigned long long) nth, ggml_cpool_status_str(fail));
+            return fail;
+        }
+    }
+    if (spec_.prob > 0.0 && (spec_.prob_kind == ANY_CALL || spec_.prob_kind == int(c)) &&
+        std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < spec_.prob) {
+        fired_++;
+        GCP_LOG_INFO("%s pool[%d]: injected fault: %s call %llu fails with probability %g (seed %llu, %s)", name,
+                     device, call_name(c), (unsigned long long) nth, spec_.prob, (unsigned long long) spec_.seed,
+                     ggml_cpool_status_str(fail));
+        return fail;
+    }
+    return OK;
+}
+
+status fault_driver::do_malloc(int device, size_t size, void ** ptr) {
+    return through(call::malloc, device, size, [&] { return inner_->malloc(device, size, ptr); });
+}
+
+status fault_driver::do_free(int device, void * ptr) {
+    return through(call::free, device, 0, [&] { return inner_->free(device, ptr); });
+}
+
+status fault_driver::do_synchronize(int device) {
+    return through(call::synchronize, device, 0, [&] { return inner_->synchronize(device); });
+}
+
+status fault_driver::do_vmm_reserve(int device, size_t size, uintptr_t * addr) {
+    return through(call::vmm_reserve, device, 0, [&] { return inner_->vmm_reserve(device, size, addr); });
+}
+
+status fault_driver::do_vmm_unreserve(int device, uintptr_t addr, size_t size) {
+    return through(call::vmm_unreserve, device, 0, [&] { return inner_->vmm_unreserve(device, addr, size); });
+}
+
+status fault_driver::do_vmm_create(int device, size_t size, vmm_handle * handle) {
+    return through(call::vmm_create, device, size, [&] { return inner_->vmm_create(device, size, handle); });
+}
+
+status fault_driver::do_vmm_release(int device, vmm_handle handle) {
+    return through(call::vmm_release, device, 0, [&] { return inner_->vmm_release(device, handle); });
+}
+
+status fault_driver::do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
+    return through(call::vmm_map, device, 0, [&] { return inner_->vmm_map(device, addr, size, handle); });
+}
+
+status fault_driver::do_vmm_unmap(int device, uintptr_t addr, size_t size) {
+    return through(call::vmm_unmap, device, 0, [&] { return inner_->vmm_unmap(device, addr, size); });
+}
+
+status fault_driver::do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
+    return through(call::vmm_access, device, 0, [&] { return inner_->vmm_access(device, addr, size, accessor); });
+}
+
+} // namespace gcp

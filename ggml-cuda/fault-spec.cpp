@@ -1,0 +1,132 @@
+#include "fault-spec.h"
+
+#include "log.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <strings.h>
+
+namespace gcp {
+
+namespace {
+
+bool parse_call(const std::string & text, int * kind) {
+    if (text == "any") {
+        *kind = ANY_CALL;
+        return true;
+    }
+    for (size_t i = 0; i < CALL_KINDS; i++) {
+        if (text == call_name(call(i))) {
+            *kind = int(i);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool parse_u64(const std::string & text, uint64_t * out) {
+    if (text.empty() || text[0] == '-') {
+        return false;
+    }
+    char * end = nullptr;
+    errno      = 0;
+    *out       = strtoull(text.c_str(), &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+// one key=value term
+bool parse_term(const std::string & key, const std::string & value, fault_spec * spec) {
+    if (key == "oneshot") {
+        spec->oneshot = parse_size(value.c_str(), &spec->oneshot_at);
+        return spec->oneshot;
+    }
+    if (key == "fail") {
+        size_t colon = value.find(':');
+        if (colon == std::string::npos) {
+            return false;
+        }
+        fault_spec::nth n{};
+        std::string     k = value.substr(colon + 1);
+        n.and_later       = !k.empty() && k.back() == '+';
+        if (n.and_later) {
+            k.pop_back();
+        }
+        if (!parse_call(value.substr(0, colon), &n.kind) || !parse_u64(k, &n.k) || n.k == 0) {
+            return false;
+        }
+        spec->nths.push_back(n);
+        return true;
+    }
+    if (key == "prob") {
+        char * end  = nullptr;
+        spec->prob  = strtod(value.c_str(), &end);
+        return !value.empty() && *end == '\0' && spec->prob >= 0.0 && spec->prob <= 1.0;
+    }
+    if (key == "on") {
+        return parse_call(value, &spec->prob_kind);
+    }
+    if (key == "seed") {
+        return parse_u64(value, &spec->seed);
+    }
+    if (key == "limit") {
+        return parse_u64(value, &spec->limit);
+    }
+    return false;
+}
+
+} // namespace
+
+bool parse_size(const char * text, size_t * out) {
+    static const struct {
+        const char * suffix;
+        double       scale;
+    } units[] = {
+        { "",    1.0 },          { "b", 1.0 },
+        { "k",   1024.0 },       { "kb", 1024.0 },       { "kib", 1024.0 },
+        { "m",   1048576.0 },    { "mb", 1048576.0 },    { "mib", 1048576.0 },
+        { "g",   1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
+    };
+    char * end   = nullptr;
+    double value = strtod(text, &end);
+    if (end == text || !std::isfinite(value) || value < 0.0) {
+        return false;
+    }
+    for (auto & u : units) {
+        if (strcasecmp(end, u.suffix) == 0) {
+            double bytes = value * u.scale;
+            if (bytes > double(MAX_REQUEST)) {
+                return false;
+            }
+            *out = size_t(std::llround(bytes));
+            return true;
+        }
+    }
+    return false;
+}
+
+status parse_fault_spec(const char * text, fault_spec * out) {
+    fault_spec spec;
+    std::string all = text ? text : "";
+    size_t      start = 0;
+    while (start < all.size()) {
+        size_t      end  = all.find(';', start);
+        std::string term = all.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        start            = end == std::string::npos ? all.size() : end + 1;
+        if (term.empty()) {
+            continue;
+        }
+        size_t eq = term.find('=');
+        if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
+            GCP_LOG_ERROR("fault spec '%s': cannot read '%s' (README: Fault injection); no faults armed", all.c_str(),
+                          term.c_str());
+            return INVALID_ARGUMENT;
+        }
+    }
+    *out = spec;
+    return OK;
+}
+
+} // namespace gcp

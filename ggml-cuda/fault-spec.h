@@ -1,0 +1,45 @@
+#pragma once
+// The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
+// separated by ';':
+//   oneshot=<size>        the next device allocation (malloc, create) of at least size fails once
+//   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
+//   prob=<p>              each call fails with probability p ...
+//   on=<call>             ... of this kind only (default: any)
+//   seed=<n>              ... drawn from this seed (default 1)
+//   limit=<n>             at most n faults fire in all
+// <call> is malloc, free, sync, reserve, unreserve, create, release, map, unmap, access or any;
+// <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G; KB, MB, GB as powers of 2).
+
+#include "driver.h"
+
+#include <vector>
+
+namespace gcp {
+
+constexpr int ANY_CALL = -1;
+
+struct fault_spec {
+    struct nth {
+        int      kind;      // a call, or ANY_CALL
+        uint64_t k;         // 1-based
+        bool     and_later;
+    };
+
+    bool             oneshot    = false;
+    size_t           oneshot_at = 0;
+    std::vector<nth> nths;
+    double           prob       = 0.0;
+    int              prob_kind  = ANY_CALL;
+    uint64_t         seed       = 1;
+    uint64_t         limit      = UINT64_MAX;
+
+    bool empty() const { return !oneshot && nths.empty() && prob <= 0.0; }
+};
+
+// an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
+status parse_fault_spec(const char * text, fault_spec * out);
+
+// "2.36MiB" -> bytes; false when malformed
+bool parse_size(const char * text, size_t * out);
+
+} // namespace gcp

@@ -1,0 +1,378 @@
+// Fault injection: the spec, each mode over the sim and the cuda driver, every recovery path of
+// the pools, and the fault-site sweep (every driver call of an LLM workload made to fail in
+// turn, alone and with every later call).
+
+#include "../tools/llm-pass.h"
+#include "harness.h"
+
+#include <cstdio>
+#include <tuple>
+
+using namespace harness;
+
+namespace {
+
+ggml_cpool_driver_t fault_over(ggml_cpool_driver_t inner, const char * spec) {
+    ggml_cpool_driver_t f = nullptr;
+    EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_OK) << spec;
+    return f;
+}
+
+TEST(FaultSpec, WellFormedSpecsAreAccepted) {
+    auto                p     = sim_params(64 * MiB);
+    ggml_cpool_driver_t inner = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
+    for (const char * spec : { "", "oneshot=2.36MiB", "oneshot=4096", "oneshot=1G", "fail=malloc:3", "fail=any:10+",
+                               "fail=map:1;fail=free:2", "prob=0.05;seed=42;on=create;limit=3", "prob=1", ";;" }) {
+        log_capture         log;
+        ggml_cpool_driver_t f = fault_over(inner, spec);
+        EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 0u) << spec;
+        ggml_cpool_driver_release(f);
+    }
+    ggml_cpool_driver_release(inner);
+}
+
+TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
+    auto                p     = sim_params(64 * MiB);
+    ggml_cpool_driver_t inner = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
+    for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
+                               "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
+                               "limit=", "bogus=1", "fail=malloc:3;oops" }) {
+        log_capture         log;
+        ggml_cpool_driver_t f = nullptr;
+        EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;
+        EXPECT_EQ(f, nullptr);
+        EXPECT_EQ(log.lines().size(), 1u) << spec;
+    }
+    // re-arming with a malformed spec keeps the faults that were armed
+    ggml_cpool_driver_t f = fault_over(inner, "fail=malloc:1");
+    EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(ggml_cpool_driver_set_faults(inner, "fail=malloc:1"), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
+        << "the sim driver is no fault driver";
+    ggml_cpool_driver_release(f);
+    ggml_cpool_driver_release(inner);
+}
+
+TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
+    clean_env   env;
+    scoped_env  set("GGML_CUDA_POOL_FAULT", "fail=everything");
+    log_capture log;
+    auto        cp = ggml_cpool_ctx_default_params();
+    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
+    ggml_cpool_ctx_t ctx = nullptr;
+    EXPECT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_EQ(log.count("GGML_CUDA_POOL_FAULT is malformed"), 1u);
+}
+
+// each mode over each driver and pool kind
+using fault_param = std::tuple<drv, ggml_cpool_kind>;
+
+class Faults : public testing::TestWithParam<fault_param> {
+  protected:
+    void SetUp() override {
+        which_ = std::get<0>(GetParam());
+        kind_  = std::get<1>(GetParam());
+        if (which_ == drv::sim) {
+            auto p = sim_params(256 * MiB);
+            ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner_), GGML_CPOOL_STATUS_OK);
+        } else {
+            std::string why;
+            inner_ = make_cuda_driver(&why);
+            if (inner_ == nullptr) {
+                GTEST_SKIP() << why;
+            }
+        }
+        fault_ = fault_over(inner_, "");
+        ctx_   = make_ctx(fault_, kind_);
+        pool_  = pool_of(ctx_);
+        kind_  = ggml_cpool_get_kind(pool_); // AUTO resolved by the environment
+    }
+    void TearDown() override {
+        if (ctx_) {
+            ggml_cpool_driver_set_faults(fault_, nullptr);
+            expect_consistent(pool_);
+            ggml_cpool_ctx_free(ctx_);
+            EXPECT_EQ(ggml_cpool_driver_outstanding(inner_), 0u);
+        }
+        ggml_cpool_driver_release(fault_);
+        ggml_cpool_driver_release(inner_);
+    }
+    bool cached_kind() const { return kind_ != GGML_CPOOL_KIND_VMM; }
+
+    drv                 which_ = drv::sim;
+    ggml_cpool_kind     kind_  = GGML_CPOOL_KIND_LEGACY;
+    ggml_cpool_driver_t inner_ = nullptr, fault_ = nullptr;
+    ggml_cpool_ctx_t    ctx_   = nullptr;
+    ggml_cpool_t        pool_  = nullptr;
+};
+
+TEST_P(Faults, OneShotAtSizeFailsTheFirstLargeEnoughAllocationOnce) {
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=2.36MiB"), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    buf         below = alloc(pool_, 512 * 1024); // too small to fire
+    buf         small = alloc(pool_, 1 * MiB);
+    release(pool_, small); // something cached to reclaim
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 0u);
+    // 2.36 MiB; the VMM pool's driver allocation is its growth, so ask it for more
+    const size_t size   = cached_kind() ? 2477260 : 5 * MiB;
+    void *       p      = nullptr;
+    size_t       actual = 0;
+    ggml_cpool_status st = ggml_cpool_alloc(pool_, size, 0, &p, &actual);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 1u);
+    EXPECT_EQ(log.count("^CUDA pool\\[0\\]: injected one-shot reclaim test at \\d+\\.\\d\\d MiB$"), 1u);
+    if (cached_kind()) {
+        EXPECT_EQ(log.count("injected one-shot reclaim test at 2\\.48 MiB"), 1u) << "the look-ahead size";
+        EXPECT_EQ(st, GGML_CPOOL_STATUS_OK) << "the retry after reclaim succeeds";
+        EXPECT_EQ(log.count(kind_ == GGML_CPOOL_KIND_LEGACY ? "retry succeeded after reclaiming"
+                                                            : "retry succeeded after freeing"), 1u);
+    } else {
+        EXPECT_EQ(st, GGML_CPOOL_STATUS_OUT_OF_MEMORY) << "the VMM pool reports it";
+        st = ggml_cpool_alloc(pool_, size, 0, &p, &actual);
+        EXPECT_EQ(st, GGML_CPOOL_STATUS_OK) << "one shot only";
+    }
+    ggml_cpool_free(pool_, p, actual);
+    release(pool_, below);
+}
+
+TEST_P(Faults, KthCallOfAKindFails) {
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, cached_kind() ? "fail=malloc:2" : "fail=create:2"),
+              GGML_CPOOL_STATUS_OK);
+    buf    a = alloc(pool_, 4 * MiB);
+    void * p = nullptr;
+    size_t actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 16 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY)
+        << "nothing cached to reclaim: the status reaches the caller";
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 1u);
+    buf b = alloc(pool_, 16 * MiB); // the third call goes through
+    release(pool_, b);
+    release(pool_, a);
+}
+
+TEST_P(Faults, EveryCallFailingLeavesThePoolUsable) {
+    buf a = alloc(pool_, 2 * MiB);
+    release(pool_, a);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "fail=any:1+"), GGML_CPOOL_STATUS_OK);
+    void * p = nullptr;
+    size_t actual = 0;
+    EXPECT_NE(ggml_cpool_alloc(pool_, 64 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK);
+    EXPECT_NE(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "the driver refuses every free";
+    expect_consistent(pool_);
+    buf hit = alloc(pool_, 1 * MiB); // still served from what the pool holds
+    release(pool_, hit);
+    ggml_cpool_driver_set_faults(fault_, nullptr);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "kept memory is given back once the driver recovers";
+    EXPECT_EQ(stats_of(pool_).reserved_bytes, 0u);
+    EXPECT_EQ(ggml_cpool_driver_used(inner_, 0), 0u);
+}
+
+TEST_P(Faults, ProbabilityFromASeedIsReproducibleAndLimited) {
+    auto run = [&](const char * spec) {
+        ggml_cpool_ctx_t ctx  = make_ctx(fault_, kind_); // the same start for every run
+        ggml_cpool_t     pool = pool_of(ctx);
+        EXPECT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
+        int errors = 0;
+        for (int i = 0; i < 40; i++) {
+            void * p = nullptr;
+            size_t actual = 0;
+            if (ggml_cpool_alloc(pool, size_t(1 + i % 7) * MiB, 0, &p, &actual) == GGML_CPOOL_STATUS_OK) {
+                ggml_cpool_free(pool, p, actual);
+                ggml_cpool_trim(pool);
+            } else {
+                errors++;
+            }
+        }
+        auto result = std::make_pair(ggml_cpool_driver_faults_fired(fault_), errors);
+        ggml_cpool_driver_set_faults(fault_, nullptr);
+        ggml_cpool_ctx_free(ctx);
+        return result;
+    };
+    auto first  = run("prob=0.3;seed=7");
+    auto second = run("prob=0.3;seed=7");
+    EXPECT_GT(first.first, 0u);
+    EXPECT_EQ(first, second) << "the same seed fires the same faults";
+    auto limited = run("prob=0.3;seed=7;limit=2");
+    EXPECT_EQ(limited.first, 2u);
+}
+
+// kinds that cache whole buffers (legacy, plain) and the VMM pool have failure paths of their own
+class CachedFaults : public Faults {};
+class VmmFaults : public Faults {};
+
+TEST_P(CachedFaults, SynchronizeFailureBeforeReclaimIsReported) {
+    buf a = alloc(pool_, 1 * MiB);
+    release(pool_, a);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=8MiB;fail=sync:1"), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    void *      p = nullptr;
+    size_t      actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 8 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_DRIVER_ERROR);
+    EXPECT_EQ(log.count("synchronize before reclaim failed"), 1u);
+    EXPECT_EQ(stats_of(pool_).cached_bytes, a.size) << "nothing freed while kernels might still run";
+}
+
+TEST_P(VmmFaults, FailuresAtEveryStepOfGrowthLeaveNothingBehind) {
+    for (const char * spec : { "fail=reserve:1", "fail=create:1", "fail=map:1", "fail=access:1",
+                               "fail=access:1;fail=unmap:1", "fail=map:1;fail=release:1" }) {
+        ggml_cpool_ctx_t ctx  = make_ctx(fault_, GGML_CPOOL_KIND_VMM);
+        ggml_cpool_t     pool = pool_of(ctx);
+        ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
+        void * p = nullptr;
+        size_t actual = 0;
+        EXPECT_NE(ggml_cpool_alloc(pool, 3 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK) << spec;
+        buf b = alloc(pool, 3 * MiB); // the next try grows normally
+        EXPECT_TRUE(fill_and_check(which_, b.ptr, b.size, 0x44)) << spec;
+        release(pool, b);
+        expect_consistent(pool);
+        ggml_cpool_driver_set_faults(fault_, nullptr);
+        ggml_cpool_ctx_free(ctx);
+        EXPECT_EQ(ggml_cpool_driver_outstanding(inner_), 0u) << spec;
+    }
+}
+
+TEST_P(Faults, TrimFailuresKeepMemoryAccountedAndRetry) {
+    buf a = alloc(pool_, 6 * MiB);
+    release(pool_, a);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, cached_kind() ? "fail=free:1" : "fail=unmap:1"),
+              GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_DRIVER_ERROR);
+    expect_consistent(pool_);
+    EXPECT_EQ(stats_of(pool_).reserved_bytes, ggml_cpool_driver_used(inner_, 0)) << "nothing lost from the books";
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_driver_used(inner_, 0), 0u);
+    if (!cached_kind()) {
+        ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "fail=release:1"), GGML_CPOOL_STATUS_OK);
+        buf b = alloc(pool_, 6 * MiB);
+        release(pool_, b);
+        EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_DRIVER_ERROR) << "unmapped, but the handle is kept";
+        EXPECT_GT(ggml_cpool_driver_used(inner_, 0), 0u);
+        EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "released on the retry";
+        EXPECT_EQ(ggml_cpool_driver_used(inner_, 0), 0u);
+    }
+}
+
+TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
+    clean_env  env;
+    scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot=1MiB");
+    ggml_cpool_ctx_t ctx  = make_ctx(inner_, kind_);
+    ggml_cpool_t     pool = pool_of(ctx);
+    void *           p    = nullptr;
+    size_t           actual = 0;
+    log_capture      log;
+    EXPECT_EQ(ggml_cpool_alloc(pool, 2 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY)
+        << "nothing cached: the injected failure reaches the caller";
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(ggml_cpool_ctx_driver(ctx)), 1u);
+    EXPECT_EQ(log.count("injected one-shot reclaim test at 2\\.\\d\\d MiB"), 1u);
+    ggml_cpool_ctx_free(ctx);
+}
+
+// The sweep. The workload: a prompt pass, then decode steps, then a trim, on a device small
+// enough that the K/V growth needs reclaim in the legacy pools.
+constexpr llm_shape SWEEP_MODEL    = { 6, 512, 1408, 512 };
+constexpr size_t    SWEEP_CAPACITY = 4 * MiB;
+
+struct sweep_run {
+    int  errors;      // statuses returned to the caller
+    bool trimmed;     // trim succeeded
+};
+
+// two requests: a prompt, decode steps (their K/V outgrowing the last buffers), a trim as a host
+// under memory pressure would, then a second, longer prompt and its decode steps
+sweep_run workload(ggml_cpool_t pool) {
+    sweep_run r{ 0, true };
+    for (int prompt : { 96, 200 }) {
+        int ctx = prompt;
+        r.errors += llm_forward(pool, SWEEP_MODEL, false, prompt, ctx);
+        for (int t = 0; t < 16; t++) {
+            ctx += 40; // a speculative decoder's stride
+            r.errors += llm_forward(pool, SWEEP_MODEL, t % 2 == 0, 1, ctx);
+        }
+        r.trimmed = ggml_cpool_trim(pool) == GGML_CPOOL_STATUS_OK && r.trimmed;
+    }
+    return r;
+}
+
+TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
+    if (which_ == drv::sim) { // a device small enough to need reclaim
+        ggml_cpool_ctx_free(ctx_);
+        ggml_cpool_driver_release(fault_);
+        ggml_cpool_driver_release(inner_);
+        auto p = sim_params(SWEEP_CAPACITY);
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner_), GGML_CPOOL_STATUS_OK);
+        fault_ = fault_over(inner_, "");
+        ctx_   = make_ctx(fault_, kind_);
+        pool_  = pool_of(ctx_);
+    }
+    // the clean run counts the calls
+    ggml_cpool_ctx_t  clean = make_ctx(fault_, kind_);
+    uint64_t          calls0 = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
+    sweep_run         base  = workload(pool_of(clean));
+    const uint64_t    K     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
+    ggml_cpool_stats  cs    = stats_of(pool_of(clean));
+    ggml_cpool_ctx_free(clean);
+    ASSERT_EQ(base.errors, 0);
+    ASSERT_TRUE(base.trimmed);
+    ASSERT_GT(K, 10u);
+    if (which_ == drv::sim && kind_ != GGML_CPOOL_KIND_VMM) {
+        EXPECT_GT(cs.lru_reclaims + cs.flushes, 0u) << "the workload exercises reclaim";
+    }
+
+    int recovered = 0, errored = 0, runs = 0;
+    for (int later = 0; later <= 1; later++) {
+        for (uint64_t k = 1; k <= K; k++) {
+            char spec[48];
+            snprintf(spec, sizeof(spec), "fail=any:%llu%s", (unsigned long long) k, later ? "+" : "");
+            ggml_cpool_ctx_t ctx  = make_ctx(fault_, kind_);
+            ggml_cpool_t     pool = pool_of(ctx);
+            ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
+            sweep_run r = workload(pool);
+            ASSERT_GE(ggml_cpool_driver_faults_fired(fault_), 1u) << spec << ": the fault site was reached";
+            ggml_cpool_driver_set_faults(fault_, nullptr);
+            // invariants after the faulty run
+            ggml_cpool_stats s = stats_of(pool);
+            ASSERT_EQ(s.live_bytes, 0u) << spec;
+            ASSERT_EQ(s.live_bytes + s.cached_bytes, s.reserved_bytes) << spec;
+            ASSERT_LE(s.reserved_bytes, ggml_cpool_driver_used(inner_, 0)) << spec;
+            // the pool still works and gives everything back
+            ASSERT_EQ(llm_forward(pool, SWEEP_MODEL, true, 1, 200), 0) << spec;
+            ASSERT_EQ(ggml_cpool_trim(pool), GGML_CPOOL_STATUS_OK) << spec;
+            ASSERT_EQ(ggml_cpool_driver_used(inner_, 0), 0u) << spec;
+            ggml_cpool_ctx_free(ctx);
+            ASSERT_EQ(ggml_cpool_driver_outstanding(inner_), 0u) << spec;
+            (r.errors == 0 && r.trimmed ? recovered : errored)++;
+            runs++;
+        }
+    }
+    printf("fault sweep [%s, %s]: K=%llu driver calls, %d runs: %d recovered, %d returned an error\n",
+           drv_name(which_), ggml_cpool_kind_str(kind_), (unsigned long long) K, runs, recovered, errored);
+    RecordProperty("K", int(K));
+    RecordProperty("recovered", recovered);
+    RecordProperty("errors", errored);
+    if (kind_ != GGML_CPOOL_KIND_VMM) {
+        EXPECT_GT(recovered, 0) << "some single faults are absorbed by reclaim";
+    }
+}
+
+std::string fault_name(const testing::TestParamInfo<fault_param> & info) {
+    return std::string(drv_name(std::get<0>(info.param))) + "_" + ggml_cpool_kind_str(std::get<1>(info.param));
+}
+
+const auto CACHED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN);
+const auto VMM    = testing::Values(GGML_CPOOL_KIND_VMM);
+
+INSTANTIATE_TEST_SUITE_P(Sim, Faults,
+                         testing::Combine(testing::Values(drv::sim),
+                                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
+                                                          GGML_CPOOL_KIND_VMM)),
+                         fault_name);
+INSTANTIATE_TEST_SUITE_P(Sim, CachedFaults, testing::Combine(testing::Values(drv::sim), CACHED), fault_name);
+INSTANTIATE_TEST_SUITE_P(Sim, VmmFaults, testing::Combine(testing::Values(drv::sim), VMM), fault_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, CachedFaults, testing::Combine(testing::Values(drv::cuda), CACHED), fault_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, VmmFaults, testing::Combine(testing::Values(drv::cuda), VMM), fault_name);
+// on the GPU the kind comes from the environment: scripts/gpu-test.sh runs it with and without
+// GGML_CUDA_NO_VMM=1
+INSTANTIATE_TEST_SUITE_P(Cuda, Faults, testing::Combine(testing::Values(drv::cuda), testing::Values(GGML_CPOOL_KIND_AUTO)),
+                         fault_name);
+
+} // namespace

@@ -1,0 +1,57 @@
+#pragma once
+// The scratch-allocation pattern of one LLM forward pass, as a ggml CUDA backend makes it: per
+// layer the normalized input, dequantized weights (prompt batches only, for cuBLAS), the
+// flash-attention K/V f16 conversions (they grow with the context), the attention output, then
+// the feed-forward state. Shared by the demo and the fault sweep.
+
+#include "ggml-cuda-pool.h"
+
+#include <vector>
+
+struct llm_shape {
+    int    layers;
+    size_t embd;    // hidden width
+    size_t ff;      // feed-forward width
+    size_t kv_embd; // K/V width (embd / group size under grouped-query attention)
+};
+
+// one pass over `batch` new tokens with `ctx` tokens in the cache; returns how many
+// allocations failed (the rest of that layer's group is then skipped, as a backend would abort
+// the graph)
+inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int batch, int ctx) {
+    constexpr size_t F16 = 2, F32 = 4;
+    struct scratch {
+        void * ptr;
+        size_t size;
+    };
+    std::vector<scratch> held;
+    int                  errors = 0;
+    auto get = [&](size_t size, uint32_t flags) {
+        scratch s{};
+        if (ggml_cpool_alloc(pool, size, flags, &s.ptr, &s.size) != GGML_CPOOL_STATUS_OK) {
+            errors++;
+            return false;
+        }
+        held.push_back(s);
+        return true;
+    };
+    auto put_all = [&] {
+        for (auto it = held.rbegin(); it != held.rend(); ++it) {
+            ggml_cpool_free(pool, it->ptr, it->size);
+        }
+        held.clear();
+    };
+    const uint32_t grow = overallocate ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0;
+    for (int l = 0; l < m.layers; l++) {
+        bool ok = get(size_t(batch) * m.embd * F32, 0);
+        ok      = ok && (batch == 1 || get(m.embd * m.embd * F16, 0));
+        ok      = ok && get(size_t(ctx) * m.kv_embd * F16, grow);
+        ok      = ok && get(size_t(ctx) * m.kv_embd * F16, grow);
+        ok      = ok && get(size_t(batch) * m.embd * F32, 0);
+        put_all();
+        ok = get(size_t(batch) * m.ff * F32, 0);
+        ok = ok && (batch == 1 || get(m.embd * m.ff * F16, 0));
+        put_all();
+    }
+    return errors;
+}
