@@ -63,9 +63,8 @@ status apply_env_faults(std::shared_ptr<driver> * drv) {
         return OK;
     }
     fault_spec spec;
-    status     st = parse_fault_spec(text, &spec);
+    status     st = parse_fault_spec(text, &spec, ENV_FAULT);
     if (st != OK) {
-        GCP_LOG_ERROR("%s is malformed", ENV_FAULT);
         return st;
     }
     GCP_LOG_INFO("%s=%s: fault injection armed", ENV_FAULT, text);

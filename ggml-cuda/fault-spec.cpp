@@ -107,7 +107,7 @@ bool parse_size(const char * text, size_t * out) {
     return false;
 }
 
-status parse_fault_spec(const char * text, fault_spec * out) {
+status parse_fault_spec(const char * text, fault_spec * out, const char * source) {
     fault_spec spec;
     std::string all = text ? text : "";
     size_t      start = 0;
@@ -120,8 +120,8 @@ status parse_fault_spec(const char * text, fault_spec * out) {
         }
         size_t eq = term.find('=');
         if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
-            GCP_LOG_ERROR("fault spec '%s': cannot read '%s' (README: Fault injection); no faults armed", all.c_str(),
-                          term.c_str());
+            GCP_LOG_ERROR("%s '%s': cannot read '%s' (README: Fault injection); no faults armed", source,
+                          all.c_str(), term.c_str());
             return INVALID_ARGUMENT;
         }
     }

@@ -37,7 +37,8 @@ struct fault_spec {
 };
 
 // an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
-status parse_fault_spec(const char * text, fault_spec * out);
+// that names where the text came from
+status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec");
 
 // "2.36MiB" -> bytes; false when malformed
 bool parse_size(const char * text, size_t * out);
