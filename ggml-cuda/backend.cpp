@@ -27,17 +27,17 @@ constexpr size_t SIM_PAGE = 4096;
 static status check_sim_params(const ggml_cpool_sim_params & sim) {
     if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
         sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 ||
-        (sim.platform != GGML_CPOOL_PLATFORM_CUDA && sim.platform != GGML_CPOOL_PLATFORM_HIP)) {
+        (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
         GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
                       "of %zu, platform %d)",
                       sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE,
-                      int(sim.platform));
+                      raw_enum(sim.platform));
         return INVALID_ARGUMENT;
     }
     return OK;
 }
 
-status make_driver(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out) {
+status make_driver(int kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out) {
     if (kind == GGML_CPOOL_DRIVER_SIM) {
         status st = check_sim_params(sim);
         if (st == OK) {
@@ -53,7 +53,7 @@ status make_driver(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params & si
         return UNSUPPORTED;
 #endif
     }
-    GCP_LOG_ERROR("unknown driver kind %d", int(kind));
+    GCP_LOG_ERROR("unknown driver kind %d", kind);
     return INVALID_ARGUMENT;
 }
 
@@ -82,9 +82,10 @@ backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> d
 
 status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
                        std::unique_ptr<backend> * out) {
-    for (ggml_cpool_kind k : params.kind) {
+    for (const ggml_cpool_kind & kind : params.kind) {
+        int k = raw_enum(kind);
         if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_PLAIN) {
-            GCP_LOG_ERROR("context: unknown pool kind %d", int(k));
+            GCP_LOG_ERROR("context: unknown pool kind %d", k);
             return INVALID_ARGUMENT;
         }
     }

@@ -60,7 +60,7 @@ ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const gg
     return guarded(__func__, [&] {
         ggml_cpool_sim_params        p = sim ? *sim : ggml_cpool_sim_default_params();
         std::shared_ptr<gcp::driver> drv;
-        ggml_cpool_status            st = gcp::make_driver(kind, p, &drv);
+        ggml_cpool_status            st = gcp::make_driver(gcp::raw_enum(kind), p, &drv);
         if (st == GGML_CPOOL_STATUS_OK) {
             *out = new ggml_cpool_driver{ std::move(drv) };
         }
@@ -156,7 +156,7 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         if (p.driver != nullptr) {
             drv = p.driver->impl;
         } else {
-            st = gcp::make_driver(p.driver_kind, p.sim, &drv);
+            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &drv);
         }
         std::unique_ptr<gcp::backend> b;
         if (st == GGML_CPOOL_STATUS_OK) {

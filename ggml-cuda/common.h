@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace gcp {
@@ -26,6 +27,15 @@ constexpr size_t MAX_REQUEST = size_t(1) << 60;
 constexpr size_t round_up(size_t x, size_t align) { return (x + align - 1) / align * align; }
 
 inline double to_mib(size_t bytes) { return double(bytes) / double(MiB); }
+
+// the integer a caller stored in an enum field, read without assuming it is one of the
+// enumerators (a C caller can store anything there)
+template <typename E> int raw_enum(const E & e) {
+    static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
+    int v;
+    std::memcpy(&v, &e, sizeof(v));
+    return v;
+}
 
 // "CUDA" or "HIP": the prefix of every pool log line
 const char * platform_name(ggml_cpool_platform p);

@@ -30,6 +30,14 @@ step() {
     return $rc
 }
 
+# step_stream NAME PATTERN COMMAND...: a step whose log lines matching PATTERN print as they happen
+step_stream() {
+    local name=$1 pattern=$2
+    shift 2
+    step "$name" bash -c '"$@" 2>&1 | tee /dev/stderr | grep --line-buffered -E "'"$pattern"'" >&3; exit ${PIPESTATUS[0]}' _ "$@" 3>&1
+}
+RECLAIM='injected|LRU-style reclaim|retry succeeded|freeing all|fault sweep'
+
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 
 gtest=()
@@ -44,6 +52,12 @@ step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure
 if grep -q 'Skipped' "$LOGS/ctest-gpu.log"; then
     echo "gpu tests skipped on a GPU machine"; failed=1
 fi
+# the fault label over the cuda driver, legacy pool (GGML_CUDA_NO_VMM=1) and VMM pool
+step_stream fault-legacy "$RECLAIM" env GGML_CUDA_NO_VMM=1 GGML_CUDA_POOL_LOG=debug "$T" --gtest_filter='Cuda/*Fault*'
+step_stream fault-vmm "$RECLAIM" env GGML_CUDA_NO_VMM=0 GGML_CUDA_POOL_LOG=debug "$T" --gtest_filter='Cuda/*Fault*'
+# the demo with a one-shot fault injected from the environment: reclaim on a real device
+step_stream demo-oneshot "$RECLAIM" env GGML_CUDA_POOL_FAULT=oneshot=64MiB GGML_CUDA_POOL_LOG=debug \
+    "$BUILD_DIR/tools/pool-demo" --driver cuda --kinds legacy,plain,vmm --tokens 2048
 # death tests fork a child that faults on purpose: memcheck would report that child's host fault
 step memcheck-tests compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$T" --gtest_filter='-*UnmappedMemoryTraps*'

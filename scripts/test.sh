@@ -1,16 +1,76 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing (Debian), configures, builds and runs every ctest
-# label that this machine can run. GPU tests report SKIPPED with the reason where no GPU is seen.
-#   scripts/test.sh                      # build/ , labels unit and gpu
-#   BUILD_DIR=build-x scripts/test.sh -DGGML_CPOOL_SANITIZE=address,undefined
+# The test command. Installs what is missing (Debian), then runs the jobs:
+#   main   configure, build and run every ctest label (gpu tests report SKIPPED without a GPU)
+#   asan   address+undefined sanitizers: labels unit, fault, stress
+#   tsan   thread sanitizer: labels unit, fault, stress
+#   fuzz   the libFuzzer target (clang) for FUZZ_SECONDS (60) over tests/fuzz/corpus
+# scripts/test.sh [job...]   (default: all); extra CMake arguments in CMAKE_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-need_packages cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config
+jobs=("$@")
+[ ${#jobs[@]} -eq 0 ] && jobs=(main asan tsan fuzz)
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+JOBS=$(nproc)
 
-BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
-cmake --build "$BUILD_DIR" -j "$(nproc)"
-cd "$BUILD_DIR"
-ctest --output-on-failure -j "$(nproc)" ${CTEST_ARGS:-}
+packages=(cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config)
+[[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
+need_packages "${packages[@]}"
+
+passed=0
+failed=0
+summary=()
+
+# ctest_job NAME BUILD_DIR LABEL_REGEX CMAKE_ARGS...: configure, build, run ctest, count
+ctest_job() {
+    local name=$1 dir=$2 labels=$3
+    shift 3
+    echo "== $name =="
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} "$@" >/dev/null
+    cmake --build "$dir" -j "$JOBS"
+    local log="$dir/ctest.log" rc=0
+    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" ${labels:+-L "$labels"} 2>&1 | tee "$log" || rc=1
+    local total fails
+    total=$(grep -Eo 'tests failed out of [0-9]+|tests passed out of [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
+    fails=$(grep -Eo '[0-9]+ tests failed' "$log" | grep -Eo '^[0-9]+' | tail -1)
+    total=${total:-0}
+    fails=${fails:-0}
+    [ "$rc" -ne 0 ] && [ "$fails" -eq 0 ] && fails=1
+    passed=$((passed + total - fails))
+    failed=$((failed + fails))
+    summary+=("$name: $((total - fails)) of $total passed")
+}
+
+for job in "${jobs[@]}"; do
+    case $job in
+        main) ctest_job main build "" ;;
+        asan) ctest_job asan build-asan 'unit|fault|stress' -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
+                  -DGGML_CPOOL_SANITIZE=address,undefined ;;
+        tsan) ctest_job tsan build-tsan 'unit|fault|stress' -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
+                  -DGGML_CPOOL_SANITIZE=thread ;;
+        fuzz)
+            # the corpus replays as a ctest test, then new inputs are searched for a bounded time
+            CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++" \
+                ctest_job fuzz build-fuzz fuzz -DGGML_CUDA=OFF -DGGML_CPOOL_TESTS=OFF -DGGML_CPOOL_TOOLS=OFF \
+                -DGGML_CPOOL_FUZZ=ON -DGGML_CPOOL_SANITIZE=address,undefined
+            work=$(mktemp -d)
+            if build-fuzz/tests/fuzz/fuzz-ops -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=4096 \
+                -print_final_stats=1 "$work" tests/fuzz/corpus >build-fuzz/fuzz.log 2>&1; then
+                passed=$((passed + 1))
+                summary+=("fuzz: $(grep -Eo 'Done [0-9]+ runs in [0-9]+ second' build-fuzz/fuzz.log), no crash")
+            else
+                failed=$((failed + 1))
+                tail -40 build-fuzz/fuzz.log
+                summary+=("fuzz: CRASH (build-fuzz/fuzz.log; the input is in the current directory)")
+            fi
+            rm -rf "$work"
+            ;;
+        *) echo "unknown job: $job" >&2; exit 2 ;;
+    esac
+done
+
+echo
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -80,6 +80,11 @@ const bad_case CASES[] = {
           ggml_cpool_ctx_t ctx;
           return ggml_cpool_ctx_create(&cp, &ctx);
       } },
+    { "unknown driver kind", GGML_CPOOL_STATUS_INVALID_ARGUMENT,
+      [](world &) {
+          ggml_cpool_driver_t d;
+          return ggml_cpool_driver_create(ggml_cpool_driver_kind(9), nullptr, &d);
+      } },
     { "bad sim parameters", GGML_CPOOL_STATUS_INVALID_ARGUMENT,
       [](world &) {
           auto p         = sim_params(CAPACITY, GGML_CPOOL_MAX_DEVICES + 1);
