@@ -4,6 +4,7 @@
 #include "driver-sim.h"
 #include "env.h"
 #include "log.h"
+#include "pool-async.h"
 #include "pool-legacy.h"
 #include "pool-vmm.h"
 
@@ -84,7 +85,7 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
                        std::unique_ptr<backend> * out) {
     for (const ggml_cpool_kind & kind : params.kind) {
         int k = raw_enum(kind);
-        if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_PLAIN) {
+        if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_ASYNC) {
             GCP_LOG_ERROR("context: unknown pool kind %d", k);
             return INVALID_ARGUMENT;
         }
@@ -103,7 +104,49 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     return OK;
 }
 
-backend::~backend() = default;
+backend::~backend() {
+    for (auto & p : pools_) {
+        p.reset();
+    }
+    for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
+        if (streams_[size_t(d)] != nullptr && drv_->stream_destroy(d, streams_[size_t(d)]) != OK) {
+            drv_->clear_error();
+            GCP_LOG_ERROR("%s pool[%d]: destroying the context's stream failed", platform_name(drv_->platform()), d);
+        }
+    }
+}
+
+bool backend::valid_device(int device) const {
+    if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
+        GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
+        return false;
+    }
+    return true;
+}
+
+status backend::stream(int device, stream_t * out) {
+    if (!valid_device(device)) {
+        return INVALID_ARGUMENT;
+    }
+    stream_t & s = streams_[size_t(device)];
+    if (s == nullptr) {
+        if (!drv_->async_supported(device)) {
+            GCP_LOG_ERROR("%s pool[%d]: the driver has no streams for this device", platform_name(drv_->platform()),
+                          device);
+            return UNSUPPORTED;
+        }
+        status st = drv_->stream_create(device, &s);
+        if (st != OK) {
+            drv_->clear_error();
+            s = nullptr;
+            GCP_LOG_ERROR("%s pool[%d]: creating the context's stream failed (%s)", platform_name(drv_->platform()),
+                          device, ggml_cpool_status_str(st));
+            return st;
+        }
+    }
+    *out = s;
+    return OK;
+}
 
 status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
     ggml_cpool_kind k = params_.kind[device];
@@ -112,6 +155,13 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
     }
     if (k == GGML_CPOOL_KIND_AUTO) {
         k = (!no_vmm_ && drv_->vmm_supported(device)) ? GGML_CPOOL_KIND_VMM : GGML_CPOOL_KIND_LEGACY;
+    }
+    if (k == GGML_CPOOL_KIND_ASYNC && !drv_->async_supported(device)) {
+        GCP_LOG_ERROR("%s pool[%d]: async pool asked for, but %s", platform_name(drv_->platform()), device,
+                      drv_->platform() == GGML_CPOOL_PLATFORM_HIP ?
+                          "HIP builds compile the stream-ordered pool out" :
+                          "the device has no stream-ordered memory pool");
+        return UNSUPPORTED;
     }
     if (k == GGML_CPOOL_KIND_VMM && !drv_->vmm_supported(device)) {
         GCP_LOG_ERROR("%s pool[%d]: VMM pool asked for, but the device does not support virtual memory management",
@@ -133,8 +183,7 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
 }
 
 status backend::get_pool(int device, pool ** out) {
-    if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
-        GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
+    if (!valid_device(device)) {
         return INVALID_ARGUMENT;
     }
     std::unique_ptr<pool> & p = pools_[size_t(device)];
@@ -146,6 +195,13 @@ status backend::get_pool(int device, pool ** out) {
         }
         if (kind == GGML_CPOOL_KIND_VMM) {
             p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve));
+        } else if (kind == GGML_CPOOL_KIND_ASYNC) {
+            stream_t s = nullptr;
+            st         = stream(device, &s);
+            if (st != OK) {
+                return st;
+            }
+            p.reset(new pool_async(drv_, device, s));
         } else {
             p.reset(new pool_legacy(*drv_, device, kind));
         }

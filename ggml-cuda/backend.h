@@ -27,17 +27,21 @@ class backend {
     ~backend(); // pools release their memory by device id, whatever device is current
 
     status get_pool(int device, pool ** out);
+    // this context's stream on a device, created on first use
+    status stream(int device, stream_t * out);
     driver & drv() { return *drv_; }
 
   private:
     backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
     status resolve_kind(int device, ggml_cpool_kind * kind);
+    bool   valid_device(int device) const;
 
     ggml_cpool_ctx_params                                  params_;
     std::shared_ptr<driver>                                drv_;
     ggml_cpool_kind                                        env_kind_ = GGML_CPOOL_KIND_AUTO;
     bool                                                   no_vmm_   = false;
     bool                                                   guard_logged_ = false;
+    std::array<stream_t, GGML_CPOOL_MAX_DEVICES>           streams_{}; // destroyed after the pools
     std::array<std::unique_ptr<pool>, GGML_CPOOL_MAX_DEVICES> pools_;
 };
 

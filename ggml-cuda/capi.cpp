@@ -37,6 +37,25 @@ ggml_cpool_status null_arg(const char * fn, const char * arg) {
     return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
 }
 
+// a driver call by device: a NULL driver or an out-of-range device is refused, and a failure is
+// cleared (it is the return value's to report)
+template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_driver_t driver, int device, F && f) {
+    if (driver == nullptr) {
+        return null_arg(fn, "driver");
+    }
+    if (device < 0 || device >= driver->impl->device_count()) {
+        GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, driver->impl->device_count());
+        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+    }
+    return guarded(fn, [&] {
+        ggml_cpool_status st = f(*driver->impl);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            driver->impl->clear_error();
+        }
+        return st;
+    });
+}
+
 } // namespace
 
 extern "C" {
@@ -48,6 +67,7 @@ ggml_cpool_sim_params ggml_cpool_sim_default_params(void) {
     p.platform              = GGML_CPOOL_PLATFORM_CUDA;
     p.granularity           = 2 * gcp::MiB; // the CUDA driver's recommended granularity
     p.vmm_supported         = 1;
+    p.async_supported       = 1;
     return p;
 }
 
@@ -89,6 +109,33 @@ uint64_t ggml_cpool_driver_calls(ggml_cpool_driver_t driver, ggml_cpool_call cal
         return 0;
     }
     return call == GGML_CPOOL_CALL_COUNT ? driver->impl->calls() : driver->impl->calls(gcp::call(call));
+}
+
+ggml_cpool_status ggml_cpool_driver_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t * threshold) {
+    if (threshold == nullptr) {
+        return null_arg(__func__, "threshold");
+    }
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.pool_threshold(device, threshold); });
+}
+
+ggml_cpool_status ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t threshold) {
+    return driver_call(__func__, driver, device,
+                       [&](gcp::driver & d) { return d.pool_set_threshold(device, threshold); });
+}
+
+ggml_cpool_status ggml_cpool_driver_pool_usage(ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used) {
+    if (reserved == nullptr || used == nullptr) {
+        return null_arg(__func__, reserved ? "used" : "reserved");
+    }
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.pool_usage(device, reserved, used); });
+}
+
+ggml_cpool_status ggml_cpool_driver_synchronize(ggml_cpool_driver_t driver, int device) {
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.synchronize(device); });
+}
+
+int ggml_cpool_driver_error_latched(ggml_cpool_driver_t driver) {
+    return driver && driver->impl->error_latched() ? 1 : 0;
 }
 
 ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec,
@@ -192,6 +239,14 @@ ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml
     });
 }
 
+ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void ** stream) {
+    if (ctx == nullptr || stream == nullptr) {
+        return null_arg(__func__, ctx ? "stream" : "ctx");
+    }
+    *stream = nullptr;
+    return guarded(__func__, [&] { return ctx->impl->stream(device, stream); });
+}
+
 ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {
     return ctx ? &ctx->driver : nullptr;
 }
@@ -258,6 +313,7 @@ const char * ggml_cpool_kind_str(ggml_cpool_kind kind) {
         case GGML_CPOOL_KIND_VMM:    return "vmm";
         case GGML_CPOOL_KIND_LEGACY: return "legacy";
         case GGML_CPOOL_KIND_PLAIN:  return "plain";
+        case GGML_CPOOL_KIND_ASYNC:  return "async";
     }
     return "unknown";
 }

@@ -94,7 +94,14 @@ class cuda_driver final : public driver {
   public:
     cuda_driver(int count, driver_api api, bool have_vmm) : count_(count), api_(api) {
         vmm_.assign(size_t(count), false);
+        async_.assign(size_t(count), false);
         granularity_.assign(size_t(count), 0);
+        for (int d = 0; d < count; d++) {
+            int pools = 0;
+            async_[size_t(d)] =
+                cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d) == cudaSuccess && pools != 0;
+        }
+        cudaGetLastError();
         for (int d = 0; have_vmm && d < count; d++) {
             CUdevice dev       = 0;
             int      supported = 0;
@@ -115,13 +122,21 @@ class cuda_driver final : public driver {
 
     ggml_cpool_platform platform() const override { return GGML_CPOOL_PLATFORM_CUDA; }
     int                 device_count() const override { return count_; }
-    void                clear_error() override { cudaGetLastError(); }
+    bool                error_latched() const override {
+        return driver::error_latched() || cudaPeekAtLastError() != cudaSuccess;
+    }
+    // every cuda driver sees the same devices
+    const void * identity() const override {
+        static const char devices = 0;
+        return &devices;
+    }
+    bool async_supported(int device) const override { return valid(device) && async_[size_t(device)]; }
     bool   vmm_supported(int device) const override { return valid(device) && vmm_[size_t(device)]; }
     size_t vmm_granularity(int device) const override { return valid(device) ? granularity_[size_t(device)] : 0; }
 
     size_t outstanding() const override {
         std::lock_guard<std::mutex> lock(mutex_);
-        return allocs_.size() + handles_.size() + ranges_.size();
+        return allocs_.size() + handles_.size() + ranges_.size() + async_allocs_.size() + streams_.size();
     }
 
     size_t used(int device) const override {
@@ -130,13 +145,16 @@ class cuda_driver final : public driver {
         for (auto & a : allocs_) {
             n += a.second.device == device ? a.second.size : 0;
         }
-        for (auto & h : handles_) {
-            n += h.second.device == device ? h.second.size : 0;
+        for (auto * map : { &handles_, &async_allocs_ }) {
+            for (auto & h : *map) {
+                n += h.second.device == device ? h.second.size : 0;
+            }
         }
         return n;
     }
 
   protected:
+    void do_clear_error() override { cudaGetLastError(); }
 
     status do_malloc(int device, size_t size, void ** ptr) override {
         status st = on_device(device, [&] {
@@ -228,6 +246,98 @@ class cuda_driver final : public driver {
         return report(from_cu(r), "cuMemSetAccess", device, int(r));
     }
 
+    status do_stream_create(int device, stream_t * stream) override {
+        status st = on_device(device, [&] {
+            cudaStream_t s = nullptr;
+            cudaError_t  e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+            *stream        = s;
+            return report(from_cuda(e), "cudaStreamCreate", device, int(e));
+        });
+        if (st == OK) {
+            track(streams_, reinterpret_cast<uintptr_t>(*stream), device, 0);
+        }
+        return st;
+    }
+
+    status do_stream_destroy(int device, stream_t stream) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+            return report(from_cuda(e), "cudaStreamDestroy", device, int(e));
+        });
+        if (st == OK) {
+            untrack(streams_, reinterpret_cast<uintptr_t>(stream));
+        }
+        return st;
+    }
+
+    status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream));
+            return e == cudaErrorMemoryAllocation ? from_cuda(e) : report(from_cuda(e), "cudaMallocAsync", device, int(e));
+        });
+        if (st == OK) {
+            track(async_allocs_, reinterpret_cast<uintptr_t>(*ptr), device, size);
+        }
+        return st;
+    }
+
+    status do_free_async(int device, void * ptr, stream_t stream) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
+            return report(from_cuda(e), "cudaFreeAsync", device, int(e));
+        });
+        if (st == OK) {
+            untrack(async_allocs_, reinterpret_cast<uintptr_t>(ptr));
+        }
+        return st;
+    }
+
+    status do_stream_synchronize(int device, stream_t stream) override {
+        return on_device(device, [&] {
+            cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+            return report(from_cuda(e), "cudaStreamSynchronize", device, int(e));
+        });
+    }
+
+    // runs f on the device's default stream-ordered pool
+    template <typename F> status with_pool(int device, const char * what, F && f) {
+        cudaMemPool_t pool = nullptr;
+        cudaError_t   e    = cudaDeviceGetDefaultMemPool(&pool, device);
+        if (e == cudaSuccess) {
+            e = f(pool);
+        }
+        return report(from_cuda(e), what, device, int(e));
+    }
+
+    status do_pool_threshold(int device, uint64_t * threshold) override {
+        return with_pool(device, "cudaMemPoolGetAttribute", [&](cudaMemPool_t pool) {
+            return cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, threshold);
+        });
+    }
+
+    status do_pool_set_threshold(int device, uint64_t threshold) override {
+        return with_pool(device, "cudaMemPoolSetAttribute", [&](cudaMemPool_t pool) {
+            return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+        });
+    }
+
+    status do_pool_usage(int device, size_t * reserved, size_t * used) override {
+        return with_pool(device, "cudaMemPoolGetAttribute", [&](cudaMemPool_t pool) {
+            uint64_t    r = 0, u = 0;
+            cudaError_t e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &r);
+            if (e == cudaSuccess) {
+                e = cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &u);
+            }
+            *reserved = size_t(r);
+            *used     = size_t(u);
+            return e;
+        });
+    }
+
+    status do_pool_trim(int device, size_t keep) override {
+        return with_pool(device, "cudaMemPoolTrimTo", [&](cudaMemPool_t pool) { return cudaMemPoolTrimTo(pool, keep); });
+    }
+
   private:
     struct piece {
         int    device;
@@ -256,10 +366,10 @@ class cuda_driver final : public driver {
 
     int                           count_;
     driver_api                    api_;
-    std::vector<bool>             vmm_;
+    std::vector<bool>             vmm_, async_;
     std::vector<size_t>           granularity_;
     mutable std::mutex            mutex_;
-    std::unordered_map<uintptr_t, piece> allocs_, handles_, ranges_;
+    std::unordered_map<uintptr_t, piece> allocs_, handles_, ranges_, async_allocs_, streams_;
 };
 
 } // namespace

@@ -29,7 +29,8 @@ status fault_driver::inject(call c, int device, size_t size) {
     const status fail = call_allocates(c) ? OUT_OF_MEMORY : DRIVER_ERROR;
     const char * name = platform_name(inner_->platform());
 
-    if (spec_.oneshot && !oneshot_done_ && (c == call::malloc || c == call::vmm_create) && size >= spec_.oneshot_at) {
+    if (spec_.oneshot && !oneshot_done_ && (c == call::malloc || c == call::vmm_create || c == call::malloc_async) &&
+        size >= spec_.oneshot_at) {
         oneshot_done_ = true;
         fired_++;
         GCP_LOG_INFO("%s pool[%d]: injected one-shot reclaim test at %.2f MiB", name, device, to_mib(size));
@@ -93,6 +94,42 @@ status fault_driver::do_vmm_unmap(int device, uintptr_t addr, size_t size) {
 
 status fault_driver::do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
     return through(call::vmm_access, device, 0, [&] { return inner_->vmm_access(device, addr, size, accessor); });
+}
+
+status fault_driver::do_stream_create(int device, stream_t * stream) {
+    return through(call::stream, device, 0, [&] { return inner_->stream_create(device, stream); });
+}
+
+status fault_driver::do_stream_destroy(int device, stream_t stream) {
+    return through(call::stream, device, 0, [&] { return inner_->stream_destroy(device, stream); });
+}
+
+status fault_driver::do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+    return through(call::malloc_async, device, size, [&] { return inner_->malloc_async(device, size, stream, ptr); });
+}
+
+status fault_driver::do_free_async(int device, void * ptr, stream_t stream) {
+    return through(call::free_async, device, 0, [&] { return inner_->free_async(device, ptr, stream); });
+}
+
+status fault_driver::do_stream_synchronize(int device, stream_t stream) {
+    return through(call::stream_sync, device, 0, [&] { return inner_->stream_synchronize(device, stream); });
+}
+
+status fault_driver::do_pool_threshold(int device, uint64_t * threshold) {
+    return through(call::pool_attr, device, 0, [&] { return inner_->pool_threshold(device, threshold); });
+}
+
+status fault_driver::do_pool_set_threshold(int device, uint64_t threshold) {
+    return through(call::pool_attr, device, 0, [&] { return inner_->pool_set_threshold(device, threshold); });
+}
+
+status fault_driver::do_pool_usage(int device, size_t * reserved, size_t * used) {
+    return through(call::pool_attr, device, 0, [&] { return inner_->pool_usage(device, reserved, used); });
+}
+
+status fault_driver::do_pool_trim(int device, size_t keep) {
+    return through(call::pool_trim, device, 0, [&] { return inner_->pool_trim(device, keep); });
 }
 
 } // namespace gcp

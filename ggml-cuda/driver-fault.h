@@ -22,13 +22,16 @@ class fault_driver final : public driver {
 
     ggml_cpool_platform platform() const override { return inner_->platform(); }
     int                 device_count() const override { return inner_->device_count(); }
-    void                clear_error() override { inner_->clear_error(); }
+    bool                error_latched() const override { return driver::error_latched() || inner_->error_latched(); }
+    const void *        identity() const override { return inner_->identity(); }
+    bool                async_supported(int device) const override { return inner_->async_supported(device); }
     bool                vmm_supported(int device) const override { return inner_->vmm_supported(device); }
     size_t              vmm_granularity(int device) const override { return inner_->vmm_granularity(device); }
     size_t              outstanding() const override { return inner_->outstanding(); }
     size_t              used(int device) const override { return inner_->used(device); }
 
   protected:
+    void   do_clear_error() override { inner_->clear_error(); }
     status do_malloc(int device, size_t size, void ** ptr) override;
     status do_free(int device, void * ptr) override;
     status do_synchronize(int device) override;
@@ -39,6 +42,15 @@ class fault_driver final : public driver {
     status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override;
     status do_vmm_unmap(int device, uintptr_t addr, size_t size) override;
     status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) override;
+    status do_stream_create(int device, stream_t * stream) override;
+    status do_stream_destroy(int device, stream_t stream) override;
+    status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) override;
+    status do_free_async(int device, void * ptr, stream_t stream) override;
+    status do_stream_synchronize(int device, stream_t stream) override;
+    status do_pool_threshold(int device, uint64_t * threshold) override;
+    status do_pool_set_threshold(int device, uint64_t threshold) override;
+    status do_pool_usage(int device, size_t * reserved, size_t * used) override;
+    status do_pool_trim(int device, size_t keep) override;
 
   private:
     // OK to let the call through, else the status it fails with; size is the bytes an allocation asks for

@@ -72,7 +72,107 @@ status sim_driver::do_free(int device, void * ptr) {
 }
 
 status sim_driver::do_synchronize(int device) {
-    return valid(device) ? OK : INVALID_ARGUMENT; // host work is already complete
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    // host work is already complete; the stream-ordered pool sees its frees and may release
+    device_state & d = devices_[size_t(device)];
+    d.mempool->synchronize(d.arena);
+    return OK;
+}
+
+bool sim_driver::async_supported(int device) const {
+    // as on the real platforms: HIP builds compile the stream-ordered pool out
+    return valid(device) && params_.async_supported != 0 && params_.platform != GGML_CPOOL_PLATFORM_HIP;
+}
+
+sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
+    if (!async_supported(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+        return nullptr;
+    }
+    return devices_[size_t(device)].mempool.get();
+}
+
+status sim_driver::do_stream_create(int device, stream_t * stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    *stream = reinterpret_cast<stream_t>(next_stream_++);
+    devices_[size_t(device)].streams.insert(*stream);
+    return OK;
+}
+
+status sim_driver::do_stream_destroy(int device, stream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || devices_[size_t(device)].streams.erase(stream) == 0) {
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+status sim_driver::do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sim_mempool *               pool = stream_pool(device, stream);
+    if (pool == nullptr || size == 0) {
+        return INVALID_ARGUMENT;
+    }
+    return pool->alloc(devices_[size_t(device)].arena, size, stream, ptr);
+}
+
+status sim_driver::do_free_async(int device, void * ptr, stream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sim_mempool *               pool = stream_pool(device, stream);
+    return pool ? pool->free(ptr, stream) : INVALID_ARGUMENT;
+}
+
+status sim_driver::do_stream_synchronize(int device, stream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sim_mempool *               pool = stream_pool(device, stream);
+    if (pool == nullptr) {
+        return INVALID_ARGUMENT;
+    }
+    pool->synchronize(devices_[size_t(device)].arena);
+    return OK;
+}
+
+status sim_driver::do_pool_threshold(int device, uint64_t * threshold) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    *threshold = devices_[size_t(device)].mempool->threshold;
+    return OK;
+}
+
+status sim_driver::do_pool_set_threshold(int device, uint64_t threshold) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    devices_[size_t(device)].mempool->threshold = threshold;
+    return OK;
+}
+
+status sim_driver::do_pool_usage(int device, size_t * reserved, size_t * used) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    *reserved = devices_[size_t(device)].mempool->reserved();
+    *used     = devices_[size_t(device)].mempool->used();
+    return OK;
+}
+
+status sim_driver::do_pool_trim(int device, size_t keep) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d = devices_[size_t(device)];
+    d.mempool->trim(d.arena, keep);
+    return OK;
 }
 
 bool sim_driver::vmm_supported(int device) const {
@@ -202,7 +302,8 @@ size_t sim_driver::outstanding() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t n = 0;
     for (const device_state & d : devices_) {
-        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size();
+        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks() +
+             d.streams.size();
     }
     return n;
 }

@@ -5,9 +5,12 @@
 
 #include "driver.h"
 #include "sim-arena.h"
+#include "sim-mempool.h"
 
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -22,8 +25,8 @@ class sim_driver final : public driver {
 
     ggml_cpool_platform platform() const override { return params_.platform; }
     int                 device_count() const override { return params_.device_count; }
-    void                clear_error() override {}
     bool                vmm_supported(int device) const override;
+    bool                async_supported(int device) const override;
     size_t              vmm_granularity(int /*device*/) const override { return params_.granularity; }
     size_t              outstanding() const override;
     size_t              used(int device) const override;
@@ -40,6 +43,15 @@ class sim_driver final : public driver {
     status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) override;
     status do_vmm_unmap(int device, uintptr_t addr, size_t size) override;
     status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) override;
+    status do_stream_create(int device, stream_t * stream) override;
+    status do_stream_destroy(int device, stream_t stream) override;
+    status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) override;
+    status do_free_async(int device, void * ptr, stream_t stream) override;
+    status do_stream_synchronize(int device, stream_t stream) override;
+    status do_pool_threshold(int device, uint64_t * threshold) override;
+    status do_pool_set_threshold(int device, uint64_t threshold) override;
+    status do_pool_usage(int device, size_t * reserved, size_t * used) override;
+    status do_pool_trim(int device, size_t keep) override;
 
 
   private:
@@ -54,15 +66,20 @@ class sim_driver final : public driver {
         std::unordered_map<vmm_handle, block>  handles;      // physical handle -> device memory
         std::map<uintptr_t, size_t>            reservations; // base -> bytes
         std::map<uintptr_t, vmm_handle>        mappings;     // mapped base -> handle
+        std::unique_ptr<sim_mempool>           mempool = std::make_unique<sim_mempool>();
+        std::set<stream_t>                     streams;
     };
 
     bool     valid(int device) const { return device >= 0 && device < params_.device_count; }
     bool     in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
+    // the device's mempool after checking device and stream; nullptr when either is unknown
+    sim_mempool * stream_pool(int device, stream_t stream);
 
     ggml_cpool_sim_params                          params_;
     mutable std::mutex                             mutex_;
     std::vector<device_state>                      devices_;
     vmm_handle                                     next_handle_ = 1;
+    uintptr_t                                      next_stream_ = 1;
 };
 
 } // namespace gcp

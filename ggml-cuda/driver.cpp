@@ -6,6 +6,7 @@ namespace {
 
 const char * const CALL_NAMES[CALL_KINDS] = {
     "malloc", "free", "sync", "reserve", "unreserve", "create", "release", "map", "unmap", "access",
+    "stream", "malloc_async", "free_async", "stream_sync", "attr", "pool_trim",
 };
 
 } // namespace
@@ -15,7 +16,8 @@ const char * call_name(call c) {
 }
 
 bool call_allocates(call c) {
-    return c == call::malloc || c == call::vmm_reserve || c == call::vmm_create || c == call::vmm_map;
+    return c == call::malloc || c == call::vmm_reserve || c == call::vmm_create || c == call::vmm_map ||
+           c == call::malloc_async;
 }
 
 uint64_t driver::calls() const {

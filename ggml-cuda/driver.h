@@ -24,18 +24,30 @@ enum class call : int {
     vmm_map       = GGML_CPOOL_CALL_VMM_MAP,
     vmm_unmap     = GGML_CPOOL_CALL_VMM_UNMAP,
     vmm_access    = GGML_CPOOL_CALL_VMM_ACCESS,
+    stream        = GGML_CPOOL_CALL_STREAM,
+    malloc_async  = GGML_CPOOL_CALL_MALLOC_ASYNC,
+    free_async    = GGML_CPOOL_CALL_FREE_ASYNC,
+    stream_sync   = GGML_CPOOL_CALL_STREAM_SYNC,
+    pool_attr     = GGML_CPOOL_CALL_POOL_ATTR,
+    pool_trim     = GGML_CPOOL_CALL_POOL_TRIM,
     count         = GGML_CPOOL_CALL_COUNT,
 };
 
 constexpr size_t CALL_KINDS = size_t(call::count);
 
-// the name fault specs use: malloc, free, sync, reserve, unreserve, create, release, map, unmap, access
+// the name fault specs use: malloc, free, sync, reserve, unreserve, create, release, map, unmap,
+// access, stream, malloc_async, free_async, stream_sync, attr, pool_trim
 const char * call_name(call c);
 // calls that obtain device memory: an injected failure of one is an out-of-memory
 bool         call_allocates(call c);
 
 // an opaque physical-memory handle of the VMM calls
 using vmm_handle = uint64_t;
+// an opaque stream (a cudaStream_t on the real device)
+using stream_t = void *;
+
+// the release threshold that keeps a stream-ordered pool warm: never give memory back at a sync
+constexpr uint64_t THRESHOLD_MAX = UINT64_MAX;
 
 class driver {
   public:
@@ -46,53 +58,85 @@ class driver {
 
     // plain allocations; OUT_OF_MEMORY when the device is full
     status malloc(int device, size_t size, void ** ptr) {
-        counted(call::malloc);
-        return do_malloc(device, size, ptr);
+        return noted(call::malloc, do_malloc(device, size, ptr));
     }
     status free(int device, void * ptr) {
-        counted(call::free);
-        return do_free(device, ptr);
+        return noted(call::free, do_free(device, ptr));
     }
     // wait until no queued work on the device can still touch pool memory
     status synchronize(int device) {
-        counted(call::synchronize);
-        return do_synchronize(device);
+        return noted(call::synchronize, do_synchronize(device));
     }
     // forget a latched error, so that it is not reported against an unrelated later call
-    virtual void clear_error() = 0;
+    void clear_error() {
+        latched_.store(false, std::memory_order_relaxed);
+        do_clear_error();
+    }
 
     // virtual memory management
     virtual bool   vmm_supported(int device) const   = 0;
     virtual size_t vmm_granularity(int device) const = 0;
     status vmm_reserve(int device, size_t size, uintptr_t * addr) {
-        counted(call::vmm_reserve);
-        return do_vmm_reserve(device, size, addr);
+        return noted(call::vmm_reserve, do_vmm_reserve(device, size, addr));
     }
     status vmm_unreserve(int device, uintptr_t addr, size_t size) {
-        counted(call::vmm_unreserve);
-        return do_vmm_unreserve(device, addr, size);
+        return noted(call::vmm_unreserve, do_vmm_unreserve(device, addr, size));
     }
     status vmm_create(int device, size_t size, vmm_handle * handle) {
-        counted(call::vmm_create);
-        return do_vmm_create(device, size, handle);
+        return noted(call::vmm_create, do_vmm_create(device, size, handle));
     }
     status vmm_release(int device, vmm_handle handle) {
-        counted(call::vmm_release);
-        return do_vmm_release(device, handle);
+        return noted(call::vmm_release, do_vmm_release(device, handle));
     }
     status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
-        counted(call::vmm_map);
-        return do_vmm_map(device, addr, size, handle);
+        return noted(call::vmm_map, do_vmm_map(device, addr, size, handle));
     }
     status vmm_unmap(int device, uintptr_t addr, size_t size) {
-        counted(call::vmm_unmap);
-        return do_vmm_unmap(device, addr, size);
+        return noted(call::vmm_unmap, do_vmm_unmap(device, addr, size));
     }
     // make [addr, addr+size) readable and writable from device `accessor`
     status vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
-        counted(call::vmm_access);
-        return do_vmm_access(device, addr, size, accessor);
+        return noted(call::vmm_access, do_vmm_access(device, addr, size, accessor));
     }
+
+    // stream-ordered allocation from the device's default pool
+    virtual bool async_supported(int device) const = 0;
+    status stream_create(int device, stream_t * stream) {
+        return noted(call::stream, do_stream_create(device, stream));
+    }
+    status stream_destroy(int device, stream_t stream) {
+        return noted(call::stream, do_stream_destroy(device, stream));
+    }
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+        return noted(call::malloc_async, do_malloc_async(device, size, stream, ptr));
+    }
+    status free_async(int device, void * ptr, stream_t stream) {
+        return noted(call::free_async, do_free_async(device, ptr, stream));
+    }
+    status stream_synchronize(int device, stream_t stream) {
+        return noted(call::stream_sync, do_stream_synchronize(device, stream));
+    }
+    status pool_threshold(int device, uint64_t * threshold) {
+        return noted(call::pool_attr, do_pool_threshold(device, threshold));
+    }
+    status pool_set_threshold(int device, uint64_t threshold) {
+        return noted(call::pool_attr, do_pool_set_threshold(device, threshold));
+    }
+    // bytes the pool holds from the device, and of those the bytes allocated
+    status pool_usage(int device, size_t * reserved, size_t * used) {
+        return noted(call::pool_attr, do_pool_usage(device, reserved, used));
+    }
+    // give unused pool memory back until at most max(keep, used) stays
+    status pool_trim(int device, size_t keep) {
+        return noted(call::pool_trim, do_pool_trim(device, keep));
+    }
+
+    // whether a failed call left an error that a later, unrelated call would report: every
+    // failure latches until clear_error, as CUDA's last error does
+    virtual bool error_latched() const { return latched_.load(std::memory_order_relaxed); }
+    // what identifies the devices behind this driver: drivers with the same identity share
+    // devices (every cuda driver), so process-wide records key on it
+    virtual const void * identity() const { return this; }
 
     // leak check: allocations, physical handles and reservations not yet given back
     // (the cuda driver cannot see those of other users, so it counts its own)
@@ -104,6 +148,7 @@ class driver {
     uint64_t calls() const;
 
   protected:
+    virtual void   do_clear_error() {}
     virtual status do_malloc(int device, size_t size, void ** ptr)                         = 0;
     virtual status do_free(int device, void * ptr)                                         = 0;
     virtual status do_synchronize(int device)                                              = 0;
@@ -114,11 +159,27 @@ class driver {
     virtual status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle)  = 0;
     virtual status do_vmm_unmap(int device, uintptr_t addr, size_t size)                   = 0;
     virtual status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor)    = 0;
+    virtual status do_stream_create(int device, stream_t * stream)                         = 0;
+    virtual status do_stream_destroy(int device, stream_t stream)                          = 0;
+    virtual status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr)  = 0;
+    virtual status do_free_async(int device, void * ptr, stream_t stream)                  = 0;
+    virtual status do_stream_synchronize(int device, stream_t stream)                      = 0;
+    virtual status do_pool_threshold(int device, uint64_t * threshold)                     = 0;
+    virtual status do_pool_set_threshold(int device, uint64_t threshold)                   = 0;
+    virtual status do_pool_usage(int device, size_t * reserved, size_t * used)             = 0;
+    virtual status do_pool_trim(int device, size_t keep)                                   = 0;
 
   private:
-    void counted(call c) { calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed); }
+    status noted(call c, status st) {
+        calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
+        if (st != OK) {
+            latched_.store(true, std::memory_order_relaxed);
+        }
+        return st;
+    }
 
     std::array<std::atomic<uint64_t>, CALL_KINDS> calls_{};
+    std::atomic<bool>                             latched_{ false };
 };
 
 } // namespace gcp

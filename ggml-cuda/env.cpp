@@ -30,7 +30,7 @@ bool parse_bool(const char * text, bool * out) {
 
 bool parse_kind(const char * text, ggml_cpool_kind * out) {
     static const ggml_cpool_kind kinds[] = { GGML_CPOOL_KIND_AUTO, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY,
-                                             GGML_CPOOL_KIND_PLAIN };
+                                             GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC };
     for (ggml_cpool_kind k : kinds) {
         if (strcasecmp(text, ggml_cpool_kind_str(k)) == 0) {
             *out = k;
@@ -58,7 +58,7 @@ status env_pool_kind(ggml_cpool_kind * kind) {
         return OK;
     }
     if (!parse_kind(v, kind)) {
-        GCP_LOG_ERROR("%s=%s is not a pool kind (use auto, vmm, legacy or plain)", ENV_POOL_KIND, v);
+        GCP_LOG_ERROR("%s=%s is not a pool kind (use auto, vmm, legacy, plain or async)", ENV_POOL_KIND, v);
         return INVALID_ARGUMENT;
     }
     return OK;

@@ -7,7 +7,7 @@
 namespace gcp {
 
 constexpr const char * ENV_NO_VMM    = "GGML_CUDA_NO_VMM";     // 1/0: legacy pool instead of VMM
-constexpr const char * ENV_POOL_KIND = "GGML_CUDA_POOL";       // vmm | legacy | plain
+constexpr const char * ENV_POOL_KIND = "GGML_CUDA_POOL";       // auto | vmm | legacy | plain | async
 constexpr const char * ENV_LOG_LEVEL = "GGML_CUDA_POOL_LOG";   // debug | info | warn | error
 constexpr const char * ENV_FAULT     = "GGML_CUDA_POOL_FAULT"; // a fault spec (fault-spec.h)
 

@@ -39,6 +39,9 @@ status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * 
     status st    = drv_.malloc(device_, bytes, ptr);
     if (st == OUT_OF_MEMORY) {
         st = recover(bytes, ptr);
+    } else if (st != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: driver alloc of %.2f MiB failed (%s)", name(), to_mib(bytes), ggml_cpool_status_str(st));
     }
     if (st != OK) {
         return st;

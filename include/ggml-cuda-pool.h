@@ -48,6 +48,7 @@ enum ggml_cpool_kind {
     GGML_CPOOL_KIND_VMM    = 1, // reserved virtual range, physical memory mapped as it grows
     GGML_CPOOL_KIND_LEGACY = 2, // cached whole buffers, best fit, LRU reclaim on out-of-memory
     GGML_CPOOL_KIND_PLAIN  = 3, // cached whole buffers, flush everything and retry once on out-of-memory
+    GGML_CPOOL_KIND_ASYNC  = 4, // the driver's stream-ordered pool, kept warm (CUDA only)
 };
 
 enum ggml_cpool_driver_kind {
@@ -79,6 +80,12 @@ enum ggml_cpool_call {
     GGML_CPOOL_CALL_VMM_MAP,
     GGML_CPOOL_CALL_VMM_UNMAP,
     GGML_CPOOL_CALL_VMM_ACCESS,
+    GGML_CPOOL_CALL_STREAM,       // create or destroy a stream
+    GGML_CPOOL_CALL_MALLOC_ASYNC,
+    GGML_CPOOL_CALL_FREE_ASYNC,
+    GGML_CPOOL_CALL_STREAM_SYNC,
+    GGML_CPOOL_CALL_POOL_ATTR,    // read or set a stream-ordered pool attribute
+    GGML_CPOOL_CALL_POOL_TRIM,
     GGML_CPOOL_CALL_COUNT,
 };
 
@@ -88,6 +95,7 @@ struct ggml_cpool_sim_params {
     enum ggml_cpool_platform platform;
     size_t                   granularity;  // VMM mapping granularity, bytes
     int                      vmm_supported;
+    int                      async_supported; // a stream-ordered pool per device
 };
 
 struct ggml_cpool_ctx_params {
@@ -130,6 +138,14 @@ GGML_CPOOL_API size_t                       ggml_cpool_driver_used(ggml_cpool_dr
 // calls made through this driver handle (GGML_CPOOL_CALL_COUNT: all kinds together)
 GGML_CPOOL_API uint64_t                     ggml_cpool_driver_calls(ggml_cpool_driver_t driver, enum ggml_cpool_call call);
 
+// the device's stream-ordered pool, as the async kind uses it
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_release_threshold    (ggml_cpool_driver_t driver, int device, uint64_t * threshold);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t threshold);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_pool_usage           (ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_synchronize          (ggml_cpool_driver_t driver, int device);
+// whether the driver holds an error a later unrelated call would report (CUDA's sticky last error)
+GGML_CPOOL_API int                          ggml_cpool_driver_error_latched        (ggml_cpool_driver_t driver);
+
 // fault injection: a driver that forwards to `inner` and fails the calls `spec` names (README:
 // Fault injection); set_faults re-arms it, NULL or "" disarms it
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec, ggml_cpool_driver_t * out);
@@ -142,6 +158,9 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_create (const struct 
 GGML_CPOOL_API void                         ggml_cpool_ctx_free   (ggml_cpool_ctx_t ctx); // releases every device's memory
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out);
 GGML_CPOOL_API ggml_cpool_driver_t          ggml_cpool_ctx_driver (ggml_cpool_ctx_t ctx); // borrowed
+// the context's stream on a device (a cudaStream_t), created on first use: launch the kernels
+// that use the async pool's buffers on it
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_stream (ggml_cpool_ctx_t ctx, int device, void ** stream);
 
 // pools
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc     (ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size);

@@ -37,7 +37,8 @@ bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern) {
         memcpy(host.data(), ptr, size);
     } else {
 #ifdef GGML_CPOOL_HAVE_CUDA
-        if (cudaMemset(ptr, pattern, size) != cudaSuccess ||
+        // the buffer may come from a stream-ordered pool on another stream: let that work land
+        if (cudaDeviceSynchronize() != cudaSuccess || cudaMemset(ptr, pattern, size) != cudaSuccess ||
             cudaMemcpy(host.data(), ptr, size, cudaMemcpyDeviceToHost) != cudaSuccess) {
             cudaGetLastError();
             return false;

@@ -93,6 +93,7 @@ class Faults : public testing::TestWithParam<fault_param> {
     void TearDown() override {
         if (ctx_) {
             ggml_cpool_driver_set_faults(fault_, nullptr);
+            EXPECT_FALSE(ggml_cpool_driver_error_latched(fault_)) << "a failure was left latched";
             expect_consistent(pool_);
             ggml_cpool_ctx_free(ctx_);
             EXPECT_EQ(ggml_cpool_driver_outstanding(inner_), 0u);
@@ -329,6 +330,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
             ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
             sweep_run r = workload(pool);
             ASSERT_GE(ggml_cpool_driver_faults_fired(fault_), 1u) << spec << ": the fault site was reached";
+            ASSERT_FALSE(ggml_cpool_driver_error_latched(fault_)) << spec << ": every failure was cleared";
             ggml_cpool_driver_set_faults(fault_, nullptr);
             // invariants after the faulty run
             ggml_cpool_stats s = stats_of(pool);

@@ -1,0 +1,97 @@
+#include "pool-async.h"
+
+#include "log.h"
+#include "warm-record.h"
+
+#include <algorithm>
+
+namespace gcp {
+
+pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream) :
+    pool(*drv, device, GGML_CPOOL_KIND_ASYNC),
+    owner_(std::move(drv)),
+    stream_(stream) {
+    warm_record::instance().acquire(owner_, device_);
+    observe();
+}
+
+pool_async::~pool_async() {
+    release_live();
+    if (drv_.stream_synchronize(device_, stream_) != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: synchronizing the stream before release failed", name());
+    }
+    warm_record::instance().release();
+}
+
+bool pool_async::observe() {
+    size_t reserved = 0, used = 0;
+    status st       = drv_.pool_usage(device_, &reserved, &used);
+    if (st != OK) {
+        drv_.clear_error(); // statistics only: the allocation itself went through
+        return false;
+    }
+    bool grew = reserved > stats_.reserved_bytes;
+    if (grew) {
+        on_driver_alloc(reserved - stats_.reserved_bytes);
+    } else if (reserved < stats_.reserved_bytes) {
+        on_driver_free(stats_.reserved_bytes - reserved);
+    }
+    return grew;
+}
+
+size_t pool_async::cached_bytes() const {
+    return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
+}
+
+status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
+    status st    = drv_.malloc_async(device_, bytes, stream_, ptr);
+    if (st == OUT_OF_MEMORY) {
+        // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
+        drv_.clear_error();
+        GCP_LOG_DEBUG("%s: async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
+                      name(), to_mib(bytes));
+        st = drv_.stream_synchronize(device_, stream_);
+        if (st == OK) {
+            st = drv_.pool_trim(device_, 0);
+        }
+        if (st == OK) {
+            stats_.flushes++;
+            st = drv_.malloc_async(device_, bytes, stream_, ptr);
+        }
+    }
+    if (st != OK) {
+        drv_.clear_error();
+        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed (%s)", name(), to_mib(bytes), ggml_cpool_status_str(st));
+        observe();
+        return st;
+    }
+    (observe() ? stats_.misses : stats_.hits)++;
+    *actual = bytes;
+    return OK;
+}
+
+void pool_async::do_free(void * ptr, size_t actual) {
+    status st = drv_.free_async(device_, ptr, stream_);
+    if (st != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: async free of %p (%.2f MiB) failed (%s)", name(), ptr, to_mib(actual),
+                      ggml_cpool_status_str(st));
+    }
+}
+
+status pool_async::trim() {
+    status st = drv_.stream_synchronize(device_, stream_);
+    if (st == OK) {
+        st = drv_.pool_trim(device_, 0);
+    }
+    if (st != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: trimming the stream-ordered pool failed (%s)", name(), ggml_cpool_status_str(st));
+    }
+    observe();
+    return st;
+}
+
+} // namespace gcp

@@ -1,0 +1,36 @@
+#pragma once
+// Async pool: the driver's stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on the
+// context's stream, from the device's default pool), kept warm by warm_record. Live bytes are
+// this pool's own; reserved and cached come from the device pool's attributes, which every
+// async context on the device shares.
+
+#include "pool.h"
+
+#include <memory>
+
+namespace gcp {
+
+class pool_async final : public pool {
+  public:
+    pool_async(std::shared_ptr<driver> drv, int device, stream_t stream);
+    ~pool_async() override;
+
+    status trim() override;
+
+  protected:
+    status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
+    void   do_free(void * ptr, size_t actual) override;
+    size_t cached_bytes() const override;
+
+  private:
+    static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
+
+    // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
+    // shrinkage as memory given back (the generation moves)
+    bool observe();
+
+    std::shared_ptr<driver> owner_; // the warm record may outlive the context
+    stream_t                stream_;
+};
+
+} // namespace gcp
