@@ -1,0 +1,191 @@
+// bench-async: what keeping the stream-ordered pool warm saves (Google Benchmark).
+//
+//   StreamOrdered/<bytes>/<warm>  cudaMallocAsync + cudaFreeAsync + cudaStreamSynchronize on the
+//                                 device's default pool, release threshold 0 (warm=0, CUDA's
+//                                 default) or the maximum (warm=1)
+//   AsyncPool/<bytes>             the same through this module's async pool
+//   Delegates/<warm>              a program split into 25 contexts (delegates), each allocating
+//                                 and freeing its scratch and synchronizing per run; warm=0 is
+//                                 raw cudaMallocAsync at threshold 0, warm=1 the async pool
+// Every number is the median of the repetitions; without a GPU each benchmark says why it skipped.
+
+#include "ggml-cuda-pool.h"
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+constexpr int    DELEGATES        = 25;
+constexpr size_t MiB              = size_t(1) << 20;
+const size_t     DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
+
+bool have_gpu(benchmark::State & state) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        state.SkipWithError("no CUDA device");
+        return false;
+    }
+    return true;
+}
+
+// sets the default pool's release threshold for a scope, then puts the old value back
+struct threshold_scope {
+    explicit threshold_scope(uint64_t value) {
+        cudaDeviceGetDefaultMemPool(&pool, 0);
+        cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &old);
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &value);
+    }
+    ~threshold_scope() {
+        cudaDeviceSynchronize();
+        cudaMemPoolTrimTo(pool, 0);
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &old);
+    }
+    cudaMemPool_t pool = nullptr;
+    uint64_t      old  = 0;
+};
+
+bool check(benchmark::State & state, cudaError_t e) {
+    if (e != cudaSuccess) {
+        state.SkipWithError(cudaGetErrorString(e));
+        return false;
+    }
+    return true;
+}
+
+void StreamOrdered(benchmark::State & state) {
+    if (!have_gpu(state)) {
+        return;
+    }
+    const size_t    size = size_t(state.range(0));
+    threshold_scope t(state.range(1) ? UINT64_MAX : 0);
+    cudaStream_t    s = nullptr;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        void * p = nullptr;
+        if (!check(state, cudaMallocAsync(&p, size, s)) || !check(state, cudaFreeAsync(p, s)) ||
+            !check(state, cudaStreamSynchronize(s))) {
+            break;
+        }
+    }
+    cudaStreamDestroy(s);
+}
+
+void AsyncPool(benchmark::State & state) {
+    if (!have_gpu(state)) {
+        return;
+    }
+    const size_t          size = size_t(state.range(0));
+    ggml_cpool_ctx_params p    = ggml_cpool_ctx_default_params();
+    p.kind[0]                  = GGML_CPOOL_KIND_ASYNC;
+    ggml_cpool_ctx_t ctx       = nullptr;
+    ggml_cpool_t     pool      = nullptr;
+    void *           stream    = nullptr;
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK || ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_ctx_stream(ctx, 0, &stream) != GGML_CPOOL_STATUS_OK) {
+        state.SkipWithError("async pool unavailable");
+        ggml_cpool_ctx_free(ctx);
+        return;
+    }
+    for (auto _ : state) {
+        void * ptr    = nullptr;
+        size_t actual = 0;
+        if (ggml_cpool_alloc(pool, size, 0, &ptr, &actual) != GGML_CPOOL_STATUS_OK) {
+            state.SkipWithError("alloc failed");
+            break;
+        }
+        ggml_cpool_free(pool, ptr, actual);
+        cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    }
+    ggml_cpool_ctx_free(ctx);
+}
+
+// per run: every delegate allocates its scratch, frees it and synchronizes its stream
+void Delegates(benchmark::State & state) {
+    if (!have_gpu(state)) {
+        return;
+    }
+    const bool                    warm = state.range(0) != 0;
+    std::vector<cudaStream_t>     streams(DELEGATES, nullptr);
+    std::vector<ggml_cpool_ctx_t> ctxs(DELEGATES, nullptr);
+    std::vector<ggml_cpool_t>     pools(DELEGATES, nullptr);
+    threshold_scope               cold(0); // the baseline: CUDA's default threshold
+    for (int d = 0; d < DELEGATES; d++) {
+        if (warm) {
+            ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+            p.kind[0]               = GGML_CPOOL_KIND_ASYNC;
+            void * s                = nullptr;
+            if (ggml_cpool_ctx_create(&p, &ctxs[d]) != GGML_CPOOL_STATUS_OK ||
+                ggml_cpool_ctx_get_pool(ctxs[d], 0, &pools[d]) != GGML_CPOOL_STATUS_OK ||
+                ggml_cpool_ctx_stream(ctxs[d], 0, &s) != GGML_CPOOL_STATUS_OK) {
+                state.SkipWithError("async pool unavailable");
+                return;
+            }
+            streams[d] = static_cast<cudaStream_t>(s);
+        } else {
+            cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking);
+        }
+    }
+    for (auto _ : state) {
+        for (int d = 0; d < DELEGATES; d++) {
+            void * ptrs[3];
+            size_t sizes[3];
+            for (int i = 0; i < 3; i++) {
+                if (warm) {
+                    ggml_cpool_alloc(pools[d], DELEGATE_SCRATCH[i], 0, &ptrs[i], &sizes[i]);
+                } else {
+                    cudaMallocAsync(&ptrs[i], DELEGATE_SCRATCH[i], streams[d]);
+                }
+            }
+            for (int i = 2; i >= 0; i--) {
+                if (warm) {
+                    ggml_cpool_free(pools[d], ptrs[i], sizes[i]);
+                } else {
+                    cudaFreeAsync(ptrs[i], streams[d]);
+                }
+            }
+            cudaStreamSynchronize(streams[d]);
+        }
+    }
+    state.counters["us_per_alloc"] = benchmark::Counter(double(state.iterations()) * DELEGATES * 3,
+                                                        benchmark::Counter::kIsRate | benchmark::Counter::kInvert,
+                                                        benchmark::Counter::OneK::kIs1000);
+    for (int d = 0; d < DELEGATES; d++) {
+        if (warm) {
+            ggml_cpool_ctx_free(ctxs[d]);
+        } else {
+            cudaStreamDestroy(streams[d]);
+        }
+    }
+}
+
+constexpr int64_t SIZES[] = { int64_t(1) << 20, int64_t(16) << 20, int64_t(256) << 20, int64_t(1) << 30 };
+
+void sizes_by_warmth(benchmark::internal::Benchmark * b) {
+    for (int64_t size : SIZES) {
+        for (int64_t warm : { 0, 1 }) {
+            b->Args({ size, warm });
+        }
+    }
+}
+
+void sizes(benchmark::internal::Benchmark * b) {
+    for (int64_t size : SIZES) {
+        b->Arg(size);
+    }
+}
+
+BENCHMARK(StreamOrdered)->Apply(sizes_by_warmth)->ArgNames({ "bytes", "warm" })->UseRealTime()->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(AsyncPool)->Apply(sizes)->ArgNames({ "bytes" })->UseRealTime()->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(Delegates)->Arg(0)->Arg(1)->ArgNames({ "warm" })->UseRealTime()->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)->ReportAggregatesOnly(true);
+
+} // namespace
+
+BENCHMARK_MAIN();
