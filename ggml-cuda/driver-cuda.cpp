@@ -321,6 +321,30 @@ class cuda_driver final : public driver {
         });
     }
 
+    status do_pool_reuse(int device, uint32_t * policies) override {
+        return with_pool(device, "cudaMemPoolGetAttribute", [&](cudaMemPool_t pool) {
+            int         opportunistic = 0, internal = 0;
+            cudaError_t e = cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &opportunistic);
+            if (e == cudaSuccess) {
+                e = cudaMemPoolGetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &internal);
+            }
+            *policies = (opportunistic ? REUSE_OPPORTUNISTIC : 0) | (internal ? REUSE_INTERNAL_DEPENDENCIES : 0);
+            return e;
+        });
+    }
+
+    status do_pool_set_reuse(int device, uint32_t policies) override {
+        return with_pool(device, "cudaMemPoolSetAttribute", [&](cudaMemPool_t pool) {
+            int         opportunistic = (policies & REUSE_OPPORTUNISTIC) ? 1 : 0;
+            int         internal      = (policies & REUSE_INTERNAL_DEPENDENCIES) ? 1 : 0;
+            cudaError_t e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &opportunistic);
+            if (e == cudaSuccess) {
+                e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &internal);
+            }
+            return e;
+        });
+    }
+
     status do_pool_usage(int device, size_t * reserved, size_t * used) override {
         return with_pool(device, "cudaMemPoolGetAttribute", [&](cudaMemPool_t pool) {
             uint64_t    r = 0, u = 0;

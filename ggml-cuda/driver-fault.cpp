@@ -124,6 +124,14 @@ status fault_driver::do_pool_set_threshold(int device, uint64_t threshold) {
     return through(call::pool_attr, device, 0, [&] { return inner_->pool_set_threshold(device, threshold); });
 }
 
+status fault_driver::do_pool_reuse(int device, uint32_t * policies) {
+    return through(call::pool_attr, device, 0, [&] { return inner_->pool_reuse(device, policies); });
+}
+
+status fault_driver::do_pool_set_reuse(int device, uint32_t policies) {
+    return through(call::pool_attr, device, 0, [&] { return inner_->pool_set_reuse(device, policies); });
+}
+
 status fault_driver::do_pool_usage(int device, size_t * reserved, size_t * used) {
     return through(call::pool_attr, device, 0, [&] { return inner_->pool_usage(device, reserved, used); });
 }

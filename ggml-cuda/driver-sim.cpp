@@ -155,6 +155,24 @@ status sim_driver::do_pool_set_threshold(int device, uint64_t threshold) {
     return OK;
 }
 
+status sim_driver::do_pool_reuse(int device, uint32_t * policies) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    *policies = devices_[size_t(device)].mempool->reuse;
+    return OK;
+}
+
+status sim_driver::do_pool_set_reuse(int device, uint32_t policies) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!async_supported(device)) {
+        return INVALID_ARGUMENT;
+    }
+    devices_[size_t(device)].mempool->reuse = policies;
+    return OK;
+}
+
 status sim_driver::do_pool_usage(int device, size_t * reserved, size_t * used) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!async_supported(device)) {

@@ -50,6 +50,8 @@ class sim_driver final : public driver {
     status do_stream_synchronize(int device, stream_t stream) override;
     status do_pool_threshold(int device, uint64_t * threshold) override;
     status do_pool_set_threshold(int device, uint64_t threshold) override;
+    status do_pool_reuse(int device, uint32_t * policies) override;
+    status do_pool_set_reuse(int device, uint32_t policies) override;
     status do_pool_usage(int device, size_t * reserved, size_t * used) override;
     status do_pool_trim(int device, size_t keep) override;
 

@@ -49,6 +49,13 @@ using stream_t = void *;
 // the release threshold that keeps a stream-ordered pool warm: never give memory back at a sync
 constexpr uint64_t THRESHOLD_MAX = UINT64_MAX;
 
+// a stream-ordered pool's cross-stream reuse policies (CUDA enables both by default): a block
+// freed on one stream handed to another once its free completed on the device, or with a
+// dependency the driver inserts. Either would give one context's freed block, which a captured
+// graph may still use, to another context's stream.
+constexpr uint32_t REUSE_OPPORTUNISTIC          = 1;
+constexpr uint32_t REUSE_INTERNAL_DEPENDENCIES  = 2;
+
 class driver {
   public:
     virtual ~driver() = default;
@@ -122,6 +129,12 @@ class driver {
     status pool_set_threshold(int device, uint64_t threshold) {
         return noted(call::pool_attr, do_pool_set_threshold(device, threshold));
     }
+    status pool_reuse(int device, uint32_t * policies) {
+        return noted(call::pool_attr, do_pool_reuse(device, policies));
+    }
+    status pool_set_reuse(int device, uint32_t policies) {
+        return noted(call::pool_attr, do_pool_set_reuse(device, policies));
+    }
     // bytes the pool holds from the device, and of those the bytes allocated
     status pool_usage(int device, size_t * reserved, size_t * used) {
         return noted(call::pool_attr, do_pool_usage(device, reserved, used));
@@ -166,6 +179,8 @@ class driver {
     virtual status do_stream_synchronize(int device, stream_t stream)                      = 0;
     virtual status do_pool_threshold(int device, uint64_t * threshold)                     = 0;
     virtual status do_pool_set_threshold(int device, uint64_t threshold)                   = 0;
+    virtual status do_pool_reuse(int device, uint32_t * policies)                          = 0;
+    virtual status do_pool_set_reuse(int device, uint32_t policies)                        = 0;
     virtual status do_pool_usage(int device, size_t * reserved, size_t * used)             = 0;
     virtual status do_pool_trim(int device, size_t keep)                                   = 0;
 

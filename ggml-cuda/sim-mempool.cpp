@@ -24,7 +24,7 @@ status sim_mempool::alloc(sim_arena & arena, size_t size, void * stream, void **
     size_t bytes = round_up(size, ALIGNMENT);
     auto   best  = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
-        bool reusable = it->observed || it->stream == stream;
+        bool reusable = it->observed || it->stream == stream || reuse != 0;
         if (reusable && it->size >= bytes && (best == free_.end() || it->size < best->size)) {
             best = it;
         }

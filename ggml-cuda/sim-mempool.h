@@ -1,10 +1,13 @@
 #pragma once
 // The sim driver's stream-ordered pool of one device, modelled on CUDA's default memory pool:
-// freed blocks stay reserved; the freeing stream may reuse one at once, other streams only once
-// a synchronize has observed the free; at a synchronize, reserved memory above the release
-// threshold goes back to the device; trim gives unused memory back down to a floor.
+// freed blocks stay reserved; the freeing stream may reuse one at once; another stream may too
+// under the cross-stream reuse policies (CUDA's default: host work here is always complete, so
+// every free counts as completed), else only once a synchronize has observed the free; at a
+// synchronize, reserved memory above the release threshold goes back to the device; trim gives
+// unused memory back down to a floor.
 
 #include "common.h"
+#include "driver.h"
 #include "sim-arena.h"
 
 #include <unordered_map>
@@ -25,6 +28,7 @@ class sim_mempool {
     void   trim(sim_arena & arena, size_t keep);
 
     uint64_t threshold = 0; // CUDA's default: release everything unused at each synchronize
+    uint32_t reuse     = REUSE_OPPORTUNISTIC | REUSE_INTERNAL_DEPENDENCIES; // CUDA's default
     size_t   reserved() const { return reserved_; }
     size_t   used() const { return used_; }
     size_t   blocks() const { return live_.size() + free_.size(); }

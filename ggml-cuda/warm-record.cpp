@@ -4,56 +4,45 @@
 
 namespace gcp {
 
+namespace {
+
+// a failure that only costs speed: say so, clear it, carry on
+bool check(driver & drv, status st, int device, const char * what) {
+    if (st == OK) {
+        return true;
+    }
+    drv.clear_error();
+    GCP_LOG_WARN("%s pool[%d]: %s failed (%s); the pool stays cold (slower, still correct)",
+                 platform_name(drv.platform()), device, what, ggml_cpool_status_str(st));
+    return false;
+}
+
+} // namespace
+
 warm_record & warm_record::instance() {
     static warm_record record;
     return record;
 }
 
-bool warm_record::known(const driver & drv, int device) const {
-    for (const entry & e : raised_) {
-        if (e.drv->identity() == drv.identity() && e.device == device) {
-            return true;
-        }
-    }
-    for (auto & k : kept_) {
-        if (k.first == drv.identity() && k.second == device) {
-            return true;
-        }
-    }
-    return false;
-}
-
 void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     std::lock_guard<std::mutex> lock(mutex_);
     handles_++;
-    if (known(*drv, device)) {
-        return;
+    for (const entry & e : devices_) {
+        if (e.drv->identity() == drv->identity() && e.device == device) {
+            return;
+        }
     }
-    const char * name     = platform_name(drv->platform());
-    uint64_t     previous = 0;
-    status       st       = drv->pool_threshold(device, &previous);
-    if (st != OK) {
-        drv->clear_error();
-        GCP_LOG_WARN("%s pool[%d]: reading the stream-ordered pool's release threshold failed (%s); the pool "
-                     "stays cold (slower, still correct)",
-                     name, device, ggml_cpool_status_str(st));
-        return;
+    entry e{ drv, device, false, 0, false, 0 };
+    if (check(*drv, drv->pool_threshold(device, &e.threshold), device, "reading the release threshold") &&
+        e.threshold < THRESHOLD_MAX) { // a threshold another user set to the maximum stays theirs
+        e.raised = check(*drv, drv->pool_set_threshold(device, THRESHOLD_MAX), device, "raising the release threshold");
     }
-    if (previous >= THRESHOLD_MAX) {
-        kept_.emplace_back(drv->identity(), device); // another user keeps it warm already
-        return;
+    if (check(*drv, drv->pool_reuse(device, &e.reuse), device, "reading the reuse policies") && e.reuse != 0) {
+        e.reuse_changed = check(*drv, drv->pool_set_reuse(device, 0), device, "turning cross-stream reuse off");
     }
-    st = drv->pool_set_threshold(device, THRESHOLD_MAX);
-    if (st != OK) {
-        drv->clear_error();
-        GCP_LOG_WARN("%s pool[%d]: raising the release threshold failed (%s); the pool stays cold (slower, still "
-                     "correct)",
-                     name, device, ggml_cpool_status_str(st));
-        return;
-    }
-    GCP_LOG_DEBUG("%s pool[%d]: release threshold raised from %llu to the maximum", name, device,
-                  (unsigned long long) previous);
-    raised_.push_back({ drv, device, previous });
+    GCP_LOG_DEBUG("%s pool[%d]: release threshold %llu%s", platform_name(drv->platform()), device,
+                  (unsigned long long) e.threshold, e.raised ? ", raised to the maximum" : ", kept");
+    devices_.push_back(e);
 }
 
 void warm_record::release() {
@@ -62,34 +51,30 @@ void warm_record::release() {
         return;
     }
     // every device from the record, not the thread's current one
-    for (const entry & e : raised_) {
-        const char * name = platform_name(e.drv->platform());
-        status       st   = e.drv->synchronize(e.device);
-        if (st == OK) {
-            st = e.drv->pool_trim(e.device, 0);
+    for (const entry & e : devices_) {
+        driver & drv = *e.drv;
+        if (e.raised) {
+            status st = drv.synchronize(e.device);
+            if (st == OK) {
+                st = drv.pool_trim(e.device, 0);
+            }
+            check(drv, st, e.device, "trimming the stream-ordered pool");
+            check(drv, drv.pool_set_threshold(e.device, e.threshold), e.device, "restoring the release threshold");
         }
-        if (st != OK) {
-            e.drv->clear_error();
-            GCP_LOG_WARN("%s pool[%d]: trimming the stream-ordered pool failed (%s)", name, e.device,
-                         ggml_cpool_status_str(st));
-        }
-        st = e.drv->pool_set_threshold(e.device, e.previous);
-        if (st != OK) {
-            e.drv->clear_error();
-            GCP_LOG_WARN("%s pool[%d]: restoring the release threshold to %llu failed (%s)", name, e.device,
-                         (unsigned long long) e.previous, ggml_cpool_status_str(st));
-        } else {
-            GCP_LOG_DEBUG("%s pool[%d]: trimmed; release threshold back to %llu", name, e.device,
-                          (unsigned long long) e.previous);
+        if (e.reuse_changed) {
+            check(drv, drv.pool_set_reuse(e.device, e.reuse), e.device, "restoring the reuse policies");
         }
     }
-    raised_.clear();
-    kept_.clear();
+    devices_.clear();
 }
 
 size_t warm_record::raised() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return raised_.size();
+    size_t                      n = 0;
+    for (const entry & e : devices_) {
+        n += e.raised;
+    }
+    return n;
 }
 
 } // namespace gcp

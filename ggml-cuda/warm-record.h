@@ -1,10 +1,12 @@
 #pragma once
 // The process-wide record that keeps stream-ordered pools warm. The first async pool on a
 // device reads the device pool's release threshold and raises it to the maximum only if it is
-// lower, remembering the previous value. When the last live async pool goes, every device this
-// record raised is synchronized, trimmed and given its previous threshold back, whichever
-// device is current on the thread that destroys it. A failure here only costs speed: it is
-// logged, the driver's error is cleared, and allocation carries on.
+// lower, and turns off the pool's cross-stream reuse policies (so a block one context freed goes
+// to another context's stream only after a synchronize has seen the free), remembering the
+// previous values. When the last live async pool goes, every device this record raised is
+// synchronized, trimmed and given its previous values back, whichever device is current on the
+// thread that destroys it. A failure here only costs speed: it is logged, the driver's error is
+// cleared, and allocation carries on.
 
 #include "driver.h"
 
@@ -20,25 +22,25 @@ class warm_record {
 
     // an async pool on `device` starts
     void acquire(const std::shared_ptr<driver> & drv, int device);
-    // an async pool ends; the last one restores every raised device
+    // an async pool ends; the last one restores every device it changed
     void release();
 
-    // devices currently raised (for tests and logs)
+    // devices whose threshold this record raised (for tests and logs)
     size_t raised() const;
 
   private:
     struct entry {
-        std::shared_ptr<driver> drv; // keeps the driver alive until the threshold is back
+        std::shared_ptr<driver> drv; // keeps the driver alive until the values are back
         int                     device;
-        uint64_t                previous;
+        bool                    raised;  // threshold raised: trim and restore on release
+        uint64_t                threshold;
+        bool                    reuse_changed;
+        uint32_t                reuse;
     };
-    bool known(const driver & drv, int device) const;
 
     mutable std::mutex mutex_;
     size_t             handles_ = 0;
-    std::vector<entry> raised_;
-    // devices seen whose threshold was already at the maximum: left alone, not re-read
-    std::vector<std::pair<const void *, int>> kept_;
+    std::vector<entry> devices_; // every device seen since the record was last empty
 };
 
 } // namespace gcp

@@ -4,9 +4,10 @@
 //                                 device's default pool, release threshold 0 (warm=0, CUDA's
 //                                 default) or the maximum (warm=1)
 //   AsyncPool/<bytes>             the same through this module's async pool
-//   Delegates/<warm>              a program split into 25 contexts (delegates), each allocating
-//                                 and freeing its scratch and synchronizing per run; warm=0 is
-//                                 raw cudaMallocAsync at threshold 0, warm=1 the async pool
+//   Delegates/<mode>              a program split into 25 contexts (delegates), each allocating
+//                                 and freeing its scratch and synchronizing per run: mode 0 is
+//                                 raw cudaMallocAsync at threshold 0 (CUDA's default), mode 1
+//                                 raw at the maximum threshold, mode 2 this module's async pool
 // Every number is the median of the repetitions; without a GPU each benchmark says why it skipped.
 
 #include "ggml-cuda-pool.h"
@@ -20,6 +21,7 @@
 namespace {
 
 constexpr int    DELEGATES        = 25;
+constexpr int    DELEGATES_RAW_COLD = 0, DELEGATES_RAW_WARM = 1, DELEGATES_MODULE = 2;
 constexpr size_t MiB              = size_t(1) << 20;
 const size_t     DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
 
@@ -109,11 +111,12 @@ void Delegates(benchmark::State & state) {
     if (!have_gpu(state)) {
         return;
     }
-    const bool                    warm = state.range(0) != 0;
+    const bool                    warm = state.range(0) == DELEGATES_MODULE;
     std::vector<cudaStream_t>     streams(DELEGATES, nullptr);
     std::vector<ggml_cpool_ctx_t> ctxs(DELEGATES, nullptr);
     std::vector<ggml_cpool_t>     pools(DELEGATES, nullptr);
-    threshold_scope               cold(0); // the baseline: CUDA's default threshold
+    // raw modes set the threshold themselves; the module starts from CUDA's default
+    threshold_scope               threshold(state.range(0) == DELEGATES_RAW_WARM ? UINT64_MAX : 0);
     for (int d = 0; d < DELEGATES; d++) {
         if (warm) {
             ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
@@ -183,7 +186,7 @@ BENCHMARK(StreamOrdered)->Apply(sizes_by_warmth)->ArgNames({ "bytes", "warm" })-
     ->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK(AsyncPool)->Apply(sizes)->ArgNames({ "bytes" })->UseRealTime()->Unit(benchmark::kMicrosecond)
     ->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(Delegates)->Arg(0)->Arg(1)->ArgNames({ "warm" })->UseRealTime()->Unit(benchmark::kMicrosecond)
+BENCHMARK(Delegates)->Arg(DELEGATES_RAW_COLD)->Arg(DELEGATES_RAW_WARM)->Arg(DELEGATES_MODULE)->ArgNames({ "mode" })->UseRealTime()->Unit(benchmark::kMicrosecond)
     ->Repetitions(5)->ReportAggregatesOnly(true);
 
 } // namespace
