@@ -12,6 +12,7 @@
 #    include "driver-cuda.h"
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace gcp {
@@ -116,6 +117,61 @@ backend::~backend() {
     }
 }
 
+uint64_t backend::generation() const {
+    uint64_t g = 0;
+    for (auto & p : pools_) {
+        g += p ? p->stats().generation : 0;
+    }
+    return g;
+}
+
+status backend::pin_begin(uint64_t * graph) {
+    if (pinning_ != 0) {
+        GCP_LOG_ERROR("context: pin_begin while graph %llu is still open (call pin_end first)",
+                      (unsigned long long) pinning_);
+        return INVALID_ARGUMENT;
+    }
+    pinning_ = next_graph_++;
+    graphs_.push_back(pinning_);
+    for (auto & p : pools_) {
+        if (p) {
+            p->pin_begin(pinning_);
+        }
+    }
+    *graph = pinning_;
+    return OK;
+}
+
+status backend::pin_end() {
+    if (pinning_ == 0) {
+        GCP_LOG_ERROR("context: pin_end without pin_begin");
+        return INVALID_ARGUMENT;
+    }
+    for (auto & p : pools_) {
+        if (p) {
+            p->pin_end();
+        }
+    }
+    pinning_ = 0;
+    return OK;
+}
+
+status backend::pin_release(uint64_t graph) {
+    auto it = std::find(graphs_.begin(), graphs_.end(), graph);
+    if (it == graphs_.end() || graph == pinning_) {
+        GCP_LOG_ERROR("context: pin_release of graph %llu, which is %s", (unsigned long long) graph,
+                      graph == pinning_ && graph != 0 ? "still open" : "not pinned here");
+        return INVALID_ARGUMENT;
+    }
+    graphs_.erase(it);
+    for (auto & p : pools_) {
+        if (p) {
+            p->pin_release(graph);
+        }
+    }
+    return OK;
+}
+
 bool backend::valid_device(int device) const {
     if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
         GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
@@ -130,11 +186,6 @@ status backend::stream(int device, stream_t * out) {
     }
     stream_t & s = streams_[size_t(device)];
     if (s == nullptr) {
-        if (!drv_->async_supported(device)) {
-            GCP_LOG_ERROR("%s pool[%d]: the driver has no streams for this device", platform_name(drv_->platform()),
-                          device);
-            return UNSUPPORTED;
-        }
         status st = drv_->stream_create(device, &s);
         if (st != OK) {
             drv_->clear_error();
@@ -204,6 +255,16 @@ status backend::get_pool(int device, pool ** out) {
             p.reset(new pool_async(drv_, device, s));
         } else {
             p.reset(new pool_legacy(*drv_, device, kind));
+        }
+        if (kind != GGML_CPOOL_KIND_ASYNC) {
+            // the context's stream, where consumers capture graphs: pools watch it for capture
+            stream_t s = nullptr;
+            if (stream(device, &s) == OK) {
+                p->set_stream(s);
+            }
+        }
+        if (pinning_ != 0) {
+            p->pin_begin(pinning_);
         }
         GCP_LOG_DEBUG("%s: %s pool created", p->name(), ggml_cpool_kind_str(kind));
     }

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <vector>
 
 namespace gcp {
 
@@ -29,6 +30,13 @@ class backend {
     status get_pool(int device, pool ** out);
     // this context's stream on a device, created on first use
     status stream(int device, stream_t * out);
+
+    // moves whenever any of the context's pools returns memory to the driver
+    uint64_t generation() const;
+    // pin mode (CUDA graphs): buffers handed out between begin and end stay with the graph
+    status   pin_begin(uint64_t * graph);
+    status   pin_end();
+    status   pin_release(uint64_t graph);
     driver & drv() { return *drv_; }
 
   private:
@@ -41,6 +49,9 @@ class backend {
     ggml_cpool_kind                                        env_kind_ = GGML_CPOOL_KIND_AUTO;
     bool                                                   no_vmm_   = false;
     bool                                                   guard_logged_ = false;
+    uint64_t                                               pinning_      = 0; // the open graph
+    uint64_t                                               next_graph_   = 1;
+    std::vector<uint64_t>                                  graphs_;           // pinned, not released
     std::array<stream_t, GGML_CPOOL_MAX_DEVICES>           streams_{}; // destroyed after the pools
     std::array<std::unique_ptr<pool>, GGML_CPOOL_MAX_DEVICES> pools_;
 };

@@ -2,6 +2,7 @@
 
 #include "backend.h"
 #include "driver-fault.h"
+#include "driver-sim.h"
 #include "log.h"
 
 #include <new>
@@ -245,6 +246,44 @@ ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void *
     }
     *stream = nullptr;
     return guarded(__func__, [&] { return ctx->impl->stream(device, stream); });
+}
+
+uint64_t ggml_cpool_ctx_generation(ggml_cpool_ctx_t ctx) {
+    return ctx ? ctx->impl->generation() : 0;
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_begin(ggml_cpool_ctx_t ctx, uint64_t * graph) {
+    if (ctx == nullptr || graph == nullptr) {
+        return null_arg(__func__, ctx ? "graph" : "ctx");
+    }
+    return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); });
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    return ctx->impl->pin_end();
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    return guarded(__func__, [&] { return ctx->impl->pin_release(graph); });
+}
+
+ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {
+    auto * sim = driver ? dynamic_cast<gcp::sim_driver *>(driver->impl.get()) : nullptr;
+    if (sim == nullptr) {
+        GCP_LOG_ERROR("%s: not a sim driver", __func__);
+        return GGML_CPOOL_STATUS_UNSUPPORTED;
+    }
+    ggml_cpool_status st = sim->set_capturing(device, stream, capturing != 0);
+    if (st != GGML_CPOOL_STATUS_OK) {
+        GCP_LOG_ERROR("%s: unknown device %d or stream %p", __func__, device, stream);
+    }
+    return st;
 }
 
 ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {

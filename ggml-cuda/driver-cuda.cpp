@@ -131,12 +131,18 @@ class cuda_driver final : public driver {
         return &devices;
     }
     bool async_supported(int device) const override { return valid(device) && async_[size_t(device)]; }
+    status stream_capturing(int device, stream_t stream, bool * capturing) override {
+        cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+        cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
+        *capturing                = s != cudaStreamCaptureStatusNone; // an invalidated capture still forbids
+        return report(from_cuda(e), "cudaStreamIsCapturing", device, int(e));
+    }
     bool   vmm_supported(int device) const override { return valid(device) && vmm_[size_t(device)]; }
     size_t vmm_granularity(int device) const override { return valid(device) ? granularity_[size_t(device)] : 0; }
 
     size_t outstanding() const override {
         std::lock_guard<std::mutex> lock(mutex_);
-        return allocs_.size() + handles_.size() + ranges_.size() + async_allocs_.size() + streams_.size();
+        return allocs_.size() + handles_.size() + ranges_.size() + async_allocs_.size();
     }
 
     size_t used(int device) const override {
@@ -247,27 +253,19 @@ class cuda_driver final : public driver {
     }
 
     status do_stream_create(int device, stream_t * stream) override {
-        status st = on_device(device, [&] {
+        return on_device(device, [&] {
             cudaStream_t s = nullptr;
             cudaError_t  e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
             *stream        = s;
             return report(from_cuda(e), "cudaStreamCreate", device, int(e));
         });
-        if (st == OK) {
-            track(streams_, reinterpret_cast<uintptr_t>(*stream), device, 0);
-        }
-        return st;
     }
 
     status do_stream_destroy(int device, stream_t stream) override {
-        status st = on_device(device, [&] {
+        return on_device(device, [&] {
             cudaError_t e = cudaStreamDestroy(static_cast<cudaStream_t>(stream));
             return report(from_cuda(e), "cudaStreamDestroy", device, int(e));
         });
-        if (st == OK) {
-            untrack(streams_, reinterpret_cast<uintptr_t>(stream));
-        }
-        return st;
     }
 
     status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
@@ -393,7 +391,7 @@ class cuda_driver final : public driver {
     std::vector<bool>             vmm_, async_;
     std::vector<size_t>           granularity_;
     mutable std::mutex            mutex_;
-    std::unordered_map<uintptr_t, piece> allocs_, handles_, ranges_, async_allocs_, streams_;
+    std::unordered_map<uintptr_t, piece> allocs_, handles_, ranges_, async_allocs_;
 };
 
 } // namespace

@@ -25,6 +25,9 @@ class fault_driver final : public driver {
     bool                error_latched() const override { return driver::error_latched() || inner_->error_latched(); }
     const void *        identity() const override { return inner_->identity(); }
     bool                async_supported(int device) const override { return inner_->async_supported(device); }
+    status              stream_capturing(int device, stream_t stream, bool * capturing) override {
+        return inner_->stream_capturing(device, stream, capturing);
+    }
     bool                vmm_supported(int device) const override { return inner_->vmm_supported(device); }
     size_t              vmm_granularity(int device) const override { return inner_->vmm_granularity(device); }
     size_t              outstanding() const override { return inner_->outstanding(); }

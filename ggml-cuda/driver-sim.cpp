@@ -96,11 +96,29 @@ sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
 
 status sim_driver::do_stream_create(int device, stream_t * stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!async_supported(device)) {
+    if (!valid(device)) {
         return INVALID_ARGUMENT;
     }
-    *stream = reinterpret_cast<stream_t>(next_stream_++);
-    devices_[size_t(device)].streams.insert(*stream);
+    *stream                                  = reinterpret_cast<stream_t>(next_stream_++);
+    devices_[size_t(device)].streams[*stream] = false;
+    return OK;
+}
+
+status sim_driver::stream_capturing(int device, stream_t stream, bool * capturing) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+        return INVALID_ARGUMENT;
+    }
+    *capturing = devices_[size_t(device)].streams[stream];
+    return OK;
+}
+
+status sim_driver::set_capturing(int device, stream_t stream, bool capturing) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+        return INVALID_ARGUMENT;
+    }
+    devices_[size_t(device)].streams[stream] = capturing;
     return OK;
 }
 
@@ -320,8 +338,7 @@ size_t sim_driver::outstanding() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t n = 0;
     for (const device_state & d : devices_) {
-        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks() +
-             d.streams.size();
+        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks();
     }
     return n;
 }

@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +26,9 @@ class sim_driver final : public driver {
     int                 device_count() const override { return params_.device_count; }
     bool                vmm_supported(int device) const override;
     bool                async_supported(int device) const override;
+    status              stream_capturing(int device, stream_t stream, bool * capturing) override;
+    // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
+    status              set_capturing(int device, stream_t stream, bool capturing);
     size_t              vmm_granularity(int /*device*/) const override { return params_.granularity; }
     size_t              outstanding() const override;
     size_t              used(int device) const override;
@@ -69,7 +71,7 @@ class sim_driver final : public driver {
         std::map<uintptr_t, size_t>            reservations; // base -> bytes
         std::map<uintptr_t, vmm_handle>        mappings;     // mapped base -> handle
         std::unique_ptr<sim_mempool>           mempool = std::make_unique<sim_mempool>();
-        std::set<stream_t>                     streams;
+        std::map<stream_t, bool>               streams;      // stream -> capturing
     };
 
     bool     valid(int device) const { return device >= 0 && device < params_.device_count; }

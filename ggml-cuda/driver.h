@@ -144,6 +144,9 @@ class driver {
         return noted(call::pool_trim, do_pool_trim(device, keep));
     }
 
+    // whether `stream` is being captured into a graph (a query: neither counted nor injected)
+    virtual status stream_capturing(int device, stream_t stream, bool * capturing) = 0;
+
     // whether a failed call left an error that a later, unrelated call would report: every
     // failure latches until clear_error, as CUDA's last error does
     virtual bool error_latched() const { return latched_.load(std::memory_order_relaxed); }

@@ -9,14 +9,17 @@ namespace gcp {
 
 pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream) :
     pool(*drv, device, GGML_CPOOL_KIND_ASYNC),
-    owner_(std::move(drv)),
-    stream_(stream) {
+    owner_(std::move(drv)) {
+    stream_ = stream;
     warm_record::instance().acquire(owner_, device_);
     observe();
 }
 
 pool_async::~pool_async() {
     release_live();
+    for (const deferred & d : deferred_) {
+        free_now(d.ptr, d.size);
+    }
     if (drv_.stream_synchronize(device_, stream_) != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: synchronizing the stream before release failed", name());
@@ -47,6 +50,13 @@ size_t pool_async::cached_bytes() const {
 status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
     status st    = drv_.malloc_async(device_, bytes, stream_, ptr);
+    if (st == OUT_OF_MEMORY && capturing()) {
+        drv_.clear_error();
+        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed during graph capture, where synchronize is illegal: no "
+                     "trim, returning OUT_OF_MEMORY",
+                     name(), to_mib(bytes));
+        return OUT_OF_MEMORY;
+    }
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
         drv_.clear_error();
@@ -73,15 +83,37 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
 }
 
 void pool_async::do_free(void * ptr, size_t actual) {
+    if (pinned(ptr)) {
+        // a graph replays into it: once freed, a synchronize would let another context's stream take it
+        deferred_.push_back({ ptr, actual });
+        return;
+    }
+    free_now(ptr, actual);
+}
+
+status pool_async::free_now(void * ptr, size_t actual) {
     status st = drv_.free_async(device_, ptr, stream_);
     if (st != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: async free of %p (%.2f MiB) failed (%s)", name(), ptr, to_mib(actual),
                       ggml_cpool_status_str(st));
     }
+    return st;
+}
+
+void pool_async::on_unpinned() {
+    for (size_t i = deferred_.size(); i-- > 0;) {
+        if (!pinned(deferred_[i].ptr) && free_now(deferred_[i].ptr, deferred_[i].size) == OK) {
+            deferred_.erase(deferred_.begin() + std::ptrdiff_t(i));
+        }
+    }
 }
 
 status pool_async::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
     status st = drv_.stream_synchronize(device_, stream_);
     if (st == OK) {
         st = drv_.pool_trim(device_, 0);

@@ -7,6 +7,7 @@
 #include "pool.h"
 
 #include <memory>
+#include <vector>
 
 namespace gcp {
 
@@ -28,9 +29,16 @@ class pool_async final : public pool {
     // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
     // shrinkage as memory given back (the generation moves)
     bool observe();
+    void on_unpinned() override;           // frees what was deferred for a graph
+    status free_now(void * ptr, size_t actual);
+
+    struct deferred {
+        void * ptr;
+        size_t size;
+    };
+    std::vector<deferred> deferred_; // freed by the caller while a graph still uses them
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
-    stream_t                stream_;
 };
 
 } // namespace gcp

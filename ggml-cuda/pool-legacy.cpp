@@ -8,7 +8,7 @@ namespace gcp {
 
 pool_legacy::~pool_legacy() {
     release_live();
-    flush();
+    flush(false);
 }
 
 status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
@@ -53,6 +53,12 @@ status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * 
 
 status pool_legacy::recover(size_t bytes, void ** ptr) {
     drv_.clear_error();
+    if (capturing()) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                     name(), to_mib(bytes));
+        return OUT_OF_MEMORY;
+    }
     if (cached_ == 0) {
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed: out of memory with nothing cached (%.2f MiB live)", name(),
                      to_mib(bytes), to_mib(stats_.live_bytes));
@@ -120,24 +126,25 @@ size_t pool_legacy::reclaim_lru(size_t target) {
     size_t freed = 0;
     size_t i     = 0;
     while (freed < target && i < cache_.size()) {
-        size_t n = release(i);
+        // a buffer the driver refused, or one a captured graph still uses, stays: step over it
+        size_t n = pinned(cache_[i].ptr) ? 0 : release(i);
         freed += n;
-        i += n == 0; // a buffer the driver refused stays; step over it
+        i += n == 0;
     }
     return freed;
 }
 
-size_t pool_legacy::flush() {
+size_t pool_legacy::flush(bool keep_pinned) {
     size_t freed = 0;
     for (size_t i = cache_.size(); i-- > 0;) {
-        freed += release(i);
+        freed += keep_pinned && pinned(cache_[i].ptr) ? 0 : release(i);
     }
     return freed;
 }
 
 void pool_legacy::do_free(void * ptr, size_t actual) {
     clock_++;
-    if (cache_.size() >= MAX_CACHED_BUFFERS) {
+    if (cache_.size() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
                       to_mib(actual));
         status st = drv_.free(device_, ptr);
@@ -154,8 +161,17 @@ void pool_legacy::do_free(void * ptr, size_t actual) {
 }
 
 status pool_legacy::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
     flush();
-    return cache_.empty() ? OK : DRIVER_ERROR;
+    for (const buffer & b : cache_) {
+        if (!pinned(b.ptr)) {
+            return DRIVER_ERROR; // the driver refused one
+        }
+    }
+    return OK;
 }
 
 } // namespace gcp

@@ -40,7 +40,7 @@ class pool_legacy final : public pool {
     status recover(size_t bytes, void ** ptr); // after a driver out-of-memory
     size_t release(size_t index);              // give one cached buffer back; returns bytes freed
     size_t reclaim_lru(size_t target);         // oldest first until target freed
-    size_t flush();                            // everything cached
+    size_t flush(bool keep_pinned = true);     // everything cached (but what graphs still use)
 
     std::vector<buffer> cache_;
     size_t              cached_ = 0;

@@ -13,7 +13,7 @@ pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size) :
 
 pool_vmm::~pool_vmm() {
     release_live();
-    trim();
+    unmap_above(0); // destruction gives everything back, pinned or not
     if (base_ != 0 && mapped_ == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
         if (st != OK) {
@@ -151,8 +151,18 @@ bool pool_vmm::unmap_last_chunk() {
 }
 
 status pool_vmm::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
+    // nothing a captured graph still uses is unmapped, even below the stack top
+    uintptr_t top = pinned_top();
+    return unmap_above(std::max(used_, top > base_ ? size_t(top - base_) : size_t(0)));
+}
+
+status pool_vmm::unmap_above(size_t floor) {
     release_orphans();
-    while (!chunks_.empty() && chunks_.back().offset >= used_) {
+    while (!chunks_.empty() && chunks_.back().offset >= floor) {
         if (!unmap_last_chunk()) {
             return DRIVER_ERROR;
         }

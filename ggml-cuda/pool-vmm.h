@@ -49,6 +49,7 @@ class pool_vmm final : public pool {
     status reserve();
     status grow(size_t bytes); // map at least bytes more
     bool   unmap_last_chunk();
+    status unmap_above(size_t floor); // every chunk wholly above the offset
     bool   release_orphans();  // true when none is left mapped
 
     size_t             granularity_;

@@ -49,6 +49,12 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
         return st;
     }
     live_[*ptr] = *actual;
+    if (pinning_ != 0) {
+        graphs_[pinning_].push_back(*ptr);
+        pin & p  = pins_[*ptr];
+        p.graphs++;
+        p.size = *actual;
+    }
     stats_.allocs++;
     stats_.live_bytes += *actual;
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
@@ -71,6 +77,48 @@ status pool::free(void * ptr, size_t actual) {
     stats_.live_bytes -= actual;
     do_free(ptr, actual);
     return OK;
+}
+
+void pool::pin_release(uint64_t graph) {
+    auto it = graphs_.find(graph);
+    if (it == graphs_.end()) {
+        return; // this pool handed nothing out under that graph
+    }
+    for (void * p : it->second) {
+        auto it2 = pins_.find(p);
+        if (--it2->second.graphs == 0) {
+            pins_.erase(it2);
+        }
+    }
+    graphs_.erase(it);
+    on_unpinned();
+}
+
+bool pool::capturing() {
+    if (stream_ == nullptr) {
+        return false;
+    }
+    bool   active = false;
+    status st     = drv_.stream_capturing(device_, stream_, &active);
+    if (st != OK) {
+        drv_.clear_error();
+        return true; // unknown: assume the worst, an illegal call would break a capture
+    }
+    return active;
+}
+
+void pool::log_capture_refusal(const char * what) {
+    GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
+                 "(allocate before capturing, as a warm-up run does)",
+                 name(), what);
+}
+
+uintptr_t pool::pinned_top() const {
+    uintptr_t top = 0;
+    for (auto & p : pins_) {
+        top = std::max(top, reinterpret_cast<uintptr_t>(p.first) + p.second.size);
+    }
+    return top;
 }
 
 void pool::on_driver_alloc(size_t bytes) {

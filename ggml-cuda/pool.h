@@ -25,6 +25,14 @@ class pool {
     virtual status trim() = 0;
 
     ggml_cpool_stats stats() const;
+
+    // the context's stream on this device: capture is detected on it
+    void set_stream(stream_t stream) { stream_ = stream; }
+    // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
+    // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
+    void pin_begin(uint64_t graph) { pinning_ = graph; }
+    void pin_end() { pinning_ = 0; }
+    void pin_release(uint64_t graph);
     ggml_cpool_kind          kind() const { return kind_; }
     int                      device() const { return device_; }
     // "CUDA pool[0]" or "HIP pool[1]", the prefix of this pool's log lines
@@ -46,6 +54,19 @@ class pool {
     // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak list
     void release_live();
 
+    bool   pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
+    // the end of the highest pinned buffer, as an address (0 when none is pinned)
+    uintptr_t pinned_top() const;
+    // whether the context's stream is being captured into a graph: no synchronize and no free
+    // then (both are illegal during capture and would invalidate it)
+    bool capturing();
+    // logs why `what` is not done while the context's stream is capturing
+    void   log_capture_refusal(const char * what);  // e.g. "trim refused"
+    // some buffers lost their last pin
+    virtual void on_unpinned() {}
+
+    stream_t stream_ = nullptr;
+
     driver &         drv_;
     int              device_;
     ggml_cpool_kind  kind_;
@@ -53,6 +74,13 @@ class pool {
 
   private:
     std::unordered_map<void *, size_t> live_; // ptr -> actual size
+    uint64_t                           pinning_ = 0;
+    struct pin {
+        uint32_t graphs; // graphs pinning the buffer
+        size_t   size;
+    };
+    std::unordered_map<const void *, pin>          pins_;
+    std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
     mutable char                       name_[32] = {};
 };
 

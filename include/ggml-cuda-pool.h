@@ -162,6 +162,18 @@ GGML_CPOOL_API ggml_cpool_driver_t          ggml_cpool_ctx_driver (ggml_cpool_ct
 // that use the async pool's buffers on it
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_stream (ggml_cpool_ctx_t ctx, int device, void ** stream);
 
+// CUDA graphs: a graph captured on the context's stream keeps using the scratch buffers it was
+// captured with. The generation moves whenever a pool of the context returns memory to the
+// driver: recapture when it moved. Pin mode keeps a graph's buffers from reclaim and trim:
+// buffers handed out between pin_begin and pin_end belong to the returned graph until
+// pin_release (call it when the graph is destroyed).
+GGML_CPOOL_API uint64_t                     ggml_cpool_ctx_generation (ggml_cpool_ctx_t ctx);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_begin  (ggml_cpool_ctx_t ctx, uint64_t * graph);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_end    (ggml_cpool_ctx_t ctx);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph);
+// the sim driver's stand-in for cudaStreamBeginCapture/EndCapture (UNSUPPORTED on other drivers)
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing);
+
 // pools
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc     (ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_free      (ggml_cpool_t pool, void * ptr, size_t actual_size);

@@ -307,11 +307,12 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
         pool_  = pool_of(ctx_);
     }
     // the clean run counts the calls
-    ggml_cpool_ctx_t  clean = make_ctx(fault_, kind_);
-    uint64_t          calls0 = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
-    sweep_run         base  = workload(pool_of(clean));
+    ggml_cpool_ctx_t  clean      = make_ctx(fault_, kind_);
+    ggml_cpool_t      clean_pool = pool_of(clean); // created (with its stream) before counting, as below
+    uint64_t          calls0     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
+    sweep_run         base       = workload(clean_pool);
     const uint64_t    K     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
-    ggml_cpool_stats  cs    = stats_of(pool_of(clean));
+    ggml_cpool_stats  cs    = stats_of(clean_pool);
     ggml_cpool_ctx_free(clean);
     ASSERT_EQ(base.errors, 0);
     ASSERT_TRUE(base.trimmed);
