@@ -1,0 +1,192 @@
+// Session isolation and CUDA-graph safety on the sim driver: nothing one context does shows up
+// in another's pool; no synchronize or free while the context's stream is capturing; the
+// generation a graph cache watches; pinned buffers that reclaim and trim leave alone.
+
+#include "harness.h"
+
+using namespace harness;
+
+namespace {
+
+constexpr size_t CAPACITY = 64 * MiB;
+
+class Capture : public testing::TestWithParam<ggml_cpool_kind> {
+  protected:
+    void SetUp() override {
+        auto p = sim_params(CAPACITY);
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv_), GGML_CPOOL_STATUS_OK);
+        ctx_  = make_ctx(drv_, GetParam());
+        pool_ = pool_of(ctx_);
+        ASSERT_EQ(ggml_cpool_ctx_stream(ctx_, 0, &stream_), GGML_CPOOL_STATUS_OK);
+    }
+    void TearDown() override {
+        ggml_cpool_sim_set_capturing(drv_, 0, stream_, 0);
+        expect_consistent(pool_);
+        ggml_cpool_ctx_free(ctx_);
+        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
+        ggml_cpool_driver_release(drv_);
+    }
+    void capture(bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, stream_, on), GGML_CPOOL_STATUS_OK); }
+    uint64_t calls(ggml_cpool_call c) { return ggml_cpool_driver_calls(drv_, c); }
+    // calls that are illegal during capture
+    uint64_t illegal() {
+        return calls(GGML_CPOOL_CALL_SYNCHRONIZE) + calls(GGML_CPOOL_CALL_FREE) + calls(GGML_CPOOL_CALL_STREAM_SYNC) +
+               calls(GGML_CPOOL_CALL_VMM_UNMAP) + calls(GGML_CPOOL_CALL_POOL_TRIM);
+    }
+
+    ggml_cpool_driver_t drv_    = nullptr;
+    ggml_cpool_ctx_t    ctx_    = nullptr;
+    ggml_cpool_t        pool_   = nullptr;
+    void *              stream_ = nullptr;
+};
+
+TEST_P(Capture, AnAllocationFromOneSessionNeverAppearsInAnothersStats) {
+    ggml_cpool_ctx_t other = make_ctx(drv_, GetParam());
+    ggml_cpool_t     theirs = pool_of(other);
+    buf              a      = alloc(pool_, 3 * MiB);
+    release(pool_, a);
+    buf b = alloc(pool_, 3 * MiB);
+    ggml_cpool_stats s = stats_of(theirs);
+    EXPECT_EQ(s.allocs, 0u);
+    EXPECT_EQ(s.hits + s.misses, 0u);
+    EXPECT_EQ(s.live_bytes, 0u);
+    EXPECT_EQ(s.peak_live_bytes, 0u);
+    if (GetParam() != GGML_CPOOL_KIND_ASYNC) { // the async kind reports the device pool it shares
+        EXPECT_EQ(s.reserved_bytes, 0u);
+    }
+    release(pool_, b);
+    ggml_cpool_ctx_free(other);
+}
+
+TEST_P(Capture, OutOfMemoryDuringCaptureReturnsAStatusWithoutSynchronizeOrFree) {
+    buf filler = alloc(pool_, 36 * MiB); // the device is nearly full
+    buf cached = alloc(pool_, 8 * MiB);  // above the filler, so reclaiming it leaves one free range
+    release(pool_, cached);
+    capture(true);
+    uint64_t    before = illegal();
+    log_capture log;
+    void *      p      = nullptr;
+    size_t      actual = 0;
+    // more than is free, but not more than is free once the cached buffer goes (the VMM stack
+    // would grow into the last free megabytes, so it is asked for more)
+    const size_t request = GetParam() == GGML_CPOOL_KIND_VMM ? 30 * MiB : 24 * MiB;
+    EXPECT_EQ(ggml_cpool_alloc(pool_, request, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(illegal(), before) << "no synchronize, free, unmap or trim during capture";
+    EXPECT_EQ(log.count("during graph capture"), GetParam() == GGML_CPOOL_KIND_VMM ? 0u : 1u);
+    capture(false);
+    if (GetParam() != GGML_CPOOL_KIND_VMM) { // outside capture the pool recovers (the VMM stack has nothing to reclaim)
+        buf after = alloc(pool_, request);
+        release(pool_, after);
+    }
+    release(pool_, filler);
+}
+
+TEST_P(Capture, TrimDuringCaptureIsRefused) {
+    buf a = alloc(pool_, 4 * MiB);
+    release(pool_, a);
+    capture(true);
+    uint64_t    before = illegal();
+    log_capture log;
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_UNSUPPORTED);
+    EXPECT_EQ(illegal(), before);
+    EXPECT_EQ(log.count("trim refused: the context's stream is capturing a graph"), 1u);
+    capture(false);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+}
+
+TEST_P(Capture, GenerationMovesOnlyWhenMemoryGoesBack) {
+    uint64_t g0 = ggml_cpool_ctx_generation(ctx_);
+    for (int i = 0; i < 5; i++) {
+        buf a = alloc(pool_, 2 * MiB);
+        release(pool_, a);
+    }
+    EXPECT_EQ(ggml_cpool_ctx_generation(ctx_), g0) << "hits keep the generation: captured graphs stay valid";
+    ASSERT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+    EXPECT_GT(ggml_cpool_ctx_generation(ctx_), g0) << "memory went back: recapture";
+    EXPECT_EQ(ggml_cpool_ctx_generation(ctx_), ggml_cpool_generation(pool_));
+}
+
+TEST_P(Capture, PinnedBuffersSurviveTrimUntilTheGraphIsReleased) {
+    uint64_t graph = 0;
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx_, &graph), GGML_CPOOL_STATUS_OK);
+    buf g = alloc(pool_, 6 * MiB); // the graph's scratch
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx_), GGML_CPOOL_STATUS_OK);
+    buf free_one = alloc(pool_, 2 * MiB);
+    release(pool_, free_one);
+    const uint64_t async_frees = calls(GGML_CPOOL_CALL_FREE_ASYNC);
+    release(pool_, g); // freed after capture: the graph still uses it
+    if (GetParam() == GGML_CPOOL_KIND_ASYNC) {
+        EXPECT_EQ(calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees) << "the free waits for the graph";
+    }
+    ASSERT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_synchronize(drv_, 0), GGML_CPOOL_STATUS_OK);
+    EXPECT_GE(ggml_cpool_driver_used(drv_, 0), g.size) << "the pinned buffer is still held";
+    ASSERT_EQ(ggml_cpool_ctx_pin_release(ctx_, graph), GGML_CPOOL_STATUS_OK);
+    if (GetParam() == GGML_CPOOL_KIND_ASYNC) {
+        EXPECT_EQ(calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees + 1) << "freed with the graph";
+    }
+    ASSERT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_driver_synchronize(drv_, 0);
+    EXPECT_EQ(ggml_cpool_driver_used(drv_, 0), 0u) << "released with the graph";
+}
+
+// reclaim is the cached kinds' (legacy, plain)
+class CachedCapture : public Capture {};
+
+TEST_P(CachedCapture, ReclaimTakesOnlyUnpinnedBuffers) {
+    uint64_t graph = 0;
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx_, &graph), GGML_CPOOL_STATUS_OK);
+    buf g = alloc(pool_, 10 * MiB);
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx_), GGML_CPOOL_STATUS_OK);
+    buf loose = alloc(pool_, 10 * MiB);
+    release(pool_, g);
+    release(pool_, loose);
+    buf big = alloc(pool_, 44 * MiB); // needs reclaim: only `loose` may go
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.cached_bytes, g.size) << "the pinned buffer stayed cached";
+    buf again = alloc(pool_, 10 * MiB);
+    EXPECT_EQ(again.ptr, g.ptr) << "and is still served within its own context";
+    release(pool_, again);
+    release(pool_, big);
+    ggml_cpool_ctx_pin_release(ctx_, graph);
+}
+
+TEST_P(Capture, PinApiMisuseIsRefused) {
+    uint64_t    graph = 0, other = 0;
+    log_capture log;
+    EXPECT_EQ(ggml_cpool_ctx_pin_end(ctx_), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(ggml_cpool_ctx_pin_release(ctx_, 42), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx_, &graph), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_ctx_pin_begin(ctx_, &other), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(ggml_cpool_ctx_pin_release(ctx_, graph), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "still open";
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx_), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_ctx_pin_release(ctx_, graph), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_ctx_pin_release(ctx_, graph), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "twice";
+    EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 5u);
+}
+
+TEST_P(Capture, DestroyGivesBackPinnedBuffersToo) {
+    ggml_cpool_ctx_t ctx  = make_ctx(drv_, GetParam());
+    ggml_cpool_t     pool = pool_of(ctx);
+    uint64_t         graph = 0;
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx, &graph), GGML_CPOOL_STATUS_OK);
+    buf g = alloc(pool, 5 * MiB);
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx), GGML_CPOOL_STATUS_OK);
+    release(pool, g);
+    ggml_cpool_ctx_free(ctx); // the graph cannot outlive its session
+    ggml_cpool_trim(pool_);   // the async kind's device pool lets go once nothing uses it
+    ggml_cpool_driver_synchronize(drv_, 0);
+    EXPECT_EQ(ggml_cpool_driver_used(drv_, 0), 0u);
+}
+
+std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
+    return ggml_cpool_kind_str(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, Capture,
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
+                                         GGML_CPOOL_KIND_ASYNC),
+                         kind_name);
+INSTANTIATE_TEST_SUITE_P(Sim, CachedCapture, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN), kind_name);
+
+} // namespace
