@@ -49,7 +49,7 @@ step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { printf '%s\n' "${rows[@
 
 T="$BUILD_DIR/tests/test-pools"
 step ctest-cpu ctest --test-dir "$BUILD_DIR" -LE gpu -j 8 --output-on-failure
-step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure
+step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -V
 # the gpu label must have run on this machine: the only skip allowed is a test that needs more GPUs
 "$T" --gtest_filter='Cuda/*' >"$LOGS/gpu-skips.log" 2>&1
 unexpected=$(grep -A1 ': Skipped$' "$LOGS/gpu-skips.log" | grep -v -e ': Skipped$' -e '^--$' -e 'needs two devices')
@@ -66,6 +66,9 @@ step_stream demo-oneshot "$RECLAIM" env GGML_CUDA_POOL_FAULT=oneshot=64MiB GGML_
 # death tests fork a child that faults on purpose: memcheck would report that child's host fault
 step memcheck-tests compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$T" --gtest_filter='-*UnmappedMemoryTraps*'
+step memcheck-graphs compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$BUILD_DIR/tests/test-graphs"
+grep -hE 'graph replays|negative control' "$LOGS/ctest-gpu.log" "$LOGS/memcheck-graphs.log" 2>/dev/null
 step demo "$BUILD_DIR/tools/pool-demo" --driver cuda
 step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$BUILD_DIR/tools/pool-demo" --driver cuda --tokens 512

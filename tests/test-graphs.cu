@@ -1,0 +1,179 @@
+// CUDA-graph safety on a real GPU. Context A captures a graph whose kernels read and write a
+// pool buffer allocated during capture and freed after it; the graph carries its state in that
+// buffer from one replay to the next (out = scratch + 1, then scratch = 2 * in). Context B
+// allocates and frees heavily between replays, its driver failing allocations at random so its
+// pool keeps reclaiming. Every replay is checked against a CPU reference. The negative control
+// lets B allocate from A's pool, as a shared pool would: B's writes land in A's graph buffer
+// and the same check fails.
+
+#include "harness.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <vector>
+
+using namespace harness;
+
+namespace {
+
+constexpr int    N       = 1 << 16;  // elements of the graph's scratch buffer
+constexpr size_t BYTES   = N * sizeof(float);
+constexpr int    REPLAYS = 500;
+constexpr int    THREADS = 256;
+
+__global__ void read_scratch(const float * scratch, float * out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = scratch[i] + 1.0f;
+    }
+}
+
+__global__ void write_scratch(const float * in, float * scratch, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        scratch[i] = 2.0f * in[i];
+    }
+}
+
+// B's work: overwrite its buffer
+__global__ void scribble(float * buf, int n, float value) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        buf[i] = value;
+    }
+}
+
+#define CHECK_CUDA(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(cudaGetLastError())
+
+class Graphs : public testing::Test {
+  protected:
+    void SetUp() override {
+        std::string why;
+        drv_ = make_cuda_driver(&why);
+        if (drv_ == nullptr) {
+            GTEST_SKIP() << why;
+        }
+        // B's allocations fail at random: its pool reclaims and flushes all along
+        ASSERT_EQ(ggml_cpool_driver_fault_create(drv_, "prob=0.5;on=malloc;seed=7", &faulty_), GGML_CPOOL_STATUS_OK);
+        a_ = make_ctx(drv_, GGML_CPOOL_KIND_LEGACY);
+        b_ = make_ctx(faulty_, GGML_CPOOL_KIND_LEGACY);
+        ASSERT_EQ(ggml_cpool_ctx_stream(a_, 0, &sa_), GGML_CPOOL_STATUS_OK);
+        ASSERT_EQ(ggml_cpool_ctx_stream(b_, 0, &sb_), GGML_CPOOL_STATUS_OK);
+        CHECK_CUDA(cudaMalloc(&in_, BYTES));
+        CHECK_CUDA(cudaMalloc(&out_, BYTES));
+        host_in_.resize(N);
+        for (int i = 0; i < N; i++) {
+            host_in_[i] = float(i % 1000) * 0.5f - 7.0f;
+        }
+        CHECK_CUDA(cudaMemcpy(in_, host_in_.data(), BYTES, cudaMemcpyHostToDevice));
+    }
+    void TearDown() override {
+        if (drv_ == nullptr) {
+            return;
+        }
+        cudaFree(in_);
+        cudaFree(out_);
+        ggml_cpool_ctx_free(a_);
+        ggml_cpool_ctx_free(b_);
+        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
+        ggml_cpool_driver_release(faulty_);
+        ggml_cpool_driver_release(drv_);
+    }
+
+    // captures A's graph with its scratch from `pool`; returns the number of correct replays
+    int run(ggml_cpool_t b_pool, bool pin) {
+        cudaStream_t sa = static_cast<cudaStream_t>(sa_), sb = static_cast<cudaStream_t>(sb_);
+        ggml_cpool_t a_pool = pool_of(a_);
+        const int    blocks = (N + THREADS - 1) / THREADS;
+        // warm-up outside capture: the pool holds the buffer before capture (no driver call in capture)
+        buf warm = alloc(a_pool, BYTES);
+        write_scratch<<<blocks, THREADS, 0, sa>>>(in_, static_cast<float *>(warm.ptr), N);
+        cudaStreamSynchronize(sa);
+        release(a_pool, warm);
+
+        uint64_t graph_id = 0;
+        if (pin) {
+            EXPECT_EQ(ggml_cpool_ctx_pin_begin(a_, &graph_id), GGML_CPOOL_STATUS_OK);
+        }
+        cudaGraph_t graph = nullptr;
+        EXPECT_EQ(cudaStreamBeginCapture(sa, cudaStreamCaptureModeRelaxed), cudaSuccess);
+        buf scratch = alloc(a_pool, BYTES);
+        EXPECT_EQ(scratch.ptr, warm.ptr) << "served from the cache during capture";
+        read_scratch<<<blocks, THREADS, 0, sa>>>(static_cast<float *>(scratch.ptr), out_, N);
+        write_scratch<<<blocks, THREADS, 0, sa>>>(in_, static_cast<float *>(scratch.ptr), N);
+        EXPECT_EQ(cudaStreamEndCapture(sa, &graph), cudaSuccess);
+        if (pin) {
+            EXPECT_EQ(ggml_cpool_ctx_pin_end(a_), GGML_CPOOL_STATUS_OK);
+        }
+        release(a_pool, scratch); // freed after capture: every replay still uses it
+        cudaGraphExec_t exec = nullptr;
+        EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+        std::vector<float> host_out(N);
+        int                correct = 0;
+        for (int r = 0; r < REPLAYS; r++) {
+            // B: a burst of scratch work of its own, sizes cycling so its pool misses and reclaims
+            for (int j = 0; j < 4; j++) {
+                size_t size = j == 0 ? BYTES : size_t(1 + (r * 7 + j * 13) % 64) * 64 * 1024;
+                void * p    = nullptr;
+                size_t got  = 0;
+                if (ggml_cpool_alloc(b_pool, size, 0, &p, &got) == GGML_CPOOL_STATUS_OK) {
+                    scribble<<<64, THREADS, 0, sb>>>(static_cast<float *>(p), int(got / sizeof(float)), -1.0e6f);
+                    cudaStreamSynchronize(sb);
+                    ggml_cpool_free(b_pool, p, got);
+                }
+            }
+            if (r % 32 == 31 && b_pool != a_pool) {
+                ggml_cpool_trim(b_pool); // (never in the control: freeing A's graph buffer would fault the GPU)
+            }
+            // A: replay, check every element against the reference
+            EXPECT_EQ(cudaGraphLaunch(exec, sa), cudaSuccess);
+            EXPECT_EQ(cudaMemcpyAsync(host_out.data(), out_, BYTES, cudaMemcpyDeviceToHost, sa), cudaSuccess);
+            EXPECT_EQ(cudaStreamSynchronize(sa), cudaSuccess);
+            bool ok = true;
+            for (int i = 0; i < N && ok; i++) {
+                ok = host_out[i] == 2.0f * host_in_[i] + 1.0f;
+            }
+            correct += ok;
+        }
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        if (pin) {
+            EXPECT_EQ(ggml_cpool_ctx_pin_release(a_, graph_id), GGML_CPOOL_STATUS_OK);
+        }
+        EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+        return correct;
+    }
+
+    ggml_cpool_driver_t drv_ = nullptr, faulty_ = nullptr;
+    ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
+    void *              sa_ = nullptr, * sb_ = nullptr;
+    float *             in_ = nullptr, * out_ = nullptr;
+    std::vector<float>  host_in_;
+};
+
+TEST_F(Graphs, EveryReplayIsCorrectWhileAnotherSessionReclaims) {
+    int correct = run(pool_of(b_), false);
+    ggml_cpool_stats s = stats_of(pool_of(b_));
+    printf("graph replays: %d of %d correct; session B: %llu allocs, %llu LRU reclaims, %llu flushes, %llu "
+           "OUT_OF_MEMORY, %llu faults injected\n",
+           correct, REPLAYS, (unsigned long long) s.allocs, (unsigned long long) s.lru_reclaims,
+           (unsigned long long) s.flushes, (unsigned long long) s.oom_returned,
+           (unsigned long long) ggml_cpool_driver_faults_fired(faulty_));
+    EXPECT_EQ(correct, REPLAYS);
+    EXPECT_GT(s.lru_reclaims + s.flushes, 0u) << "B was driven into out-of-memory reclaim";
+}
+
+TEST_F(Graphs, EveryReplayIsCorrectWithTheGraphsBuffersPinned) {
+    int correct = run(pool_of(b_), true);
+    printf("graph replays (pinned): %d of %d correct\n", correct, REPLAYS);
+    EXPECT_EQ(correct, REPLAYS);
+}
+
+TEST_F(Graphs, NegativeControlSharingOnePoolCorruptsTheReplays) {
+    int correct = run(pool_of(a_), false); // B allocates from A's pool: what isolation prevents
+    printf("negative control (one shared pool): %d of %d correct\n", correct, REPLAYS);
+    EXPECT_LT(correct, REPLAYS) << "the control must fail the check, or the test proves nothing";
+}
+
+} // namespace
