@@ -245,7 +245,7 @@ status backend::get_pool(int device, pool ** out) {
             return st;
         }
         if (kind == GGML_CPOOL_KIND_VMM) {
-            p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve));
+            p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve, params_.vmm_peer_access != 0));
         } else if (kind == GGML_CPOOL_KIND_ASYNC) {
             stream_t s = nullptr;
             st         = stream(device, &s);

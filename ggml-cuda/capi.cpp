@@ -188,7 +188,8 @@ ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     for (ggml_cpool_kind & k : p.kind) {
         k = GGML_CPOOL_KIND_AUTO;
     }
-    p.vmm_reserve = gcp::DEFAULT_VMM_RESERVE;
+    p.vmm_reserve     = gcp::DEFAULT_VMM_RESERVE;
+    p.vmm_peer_access = 0;
     return p;
 }
 

@@ -2,8 +2,22 @@
 
 #include "log.h"
 
-#include <cuda.h>
-#include <cuda_runtime_api.h>
+#if defined(GGML_USE_HIP)
+#    include "vendors/hip.h"
+#    define GCP_PLATFORM GGML_CPOOL_PLATFORM_HIP
+#    define GCP_HAS_ASYNC 0 // no stream-ordered pool in the compatibility header
+#    ifdef GGML_HIP_VMM
+#        define GCP_HAS_VMM 1
+#    else
+#        define GCP_HAS_VMM 0
+#    endif
+#else
+#    include <cuda.h>
+#    include <cuda_runtime_api.h>
+#    define GCP_PLATFORM  GGML_CPOOL_PLATFORM_CUDA
+#    define GCP_HAS_ASYNC 1
+#    define GCP_HAS_VMM   1
+#endif
 
 #include <mutex>
 #include <unordered_map>
@@ -13,9 +27,9 @@ namespace gcp {
 
 namespace {
 
-// ABI version asked of every driver entry point: these calls have not changed since
-constexpr unsigned DRIVER_ABI = 12000;
-
+#if GCP_HAS_VMM
+// the VMM calls: reached through the runtime's entry-point query on CUDA, so nothing links
+// libcuda; linked directly on HIP
 struct driver_api {
     decltype(&::cuDeviceGet)                    device_get                = nullptr;
     decltype(&::cuDeviceGetAttribute)           device_get_attribute      = nullptr;
@@ -28,38 +42,58 @@ struct driver_api {
     decltype(&::cuMemUnmap)                     mem_unmap                 = nullptr;
     decltype(&::cuMemSetAccess)                 mem_set_access            = nullptr;
 
+#    if defined(GGML_USE_HIP)
+    template <typename F> bool get(const char *, F direct, F * fn) {
+        *fn = direct;
+        return true;
+    }
+#        define GCP_ENTRY(name) #name, &::name
+#    else
+    // ABI version asked of every driver entry point: these calls have not changed since
+    static constexpr unsigned DRIVER_ABI = 12000;
+
     template <typename F> bool get(const char * symbol, F * fn) {
         cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
         void *                          p      = nullptr;
         if (cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &result) != cudaSuccess ||
             result != cudaDriverEntryPointSuccess) {
-            cudaGetLastError();
+            (void) cudaGetLastError();
             return false;
         }
         *fn = reinterpret_cast<F>(p);
         return true;
     }
+#        define GCP_ENTRY(name) #name
+#    endif
 
     bool load() {
-        return get("cuDeviceGet", &device_get) && get("cuDeviceGetAttribute", &device_get_attribute) &&
-               get("cuMemGetAllocationGranularity", &mem_get_granularity) &&
-               get("cuMemAddressReserve", &mem_address_reserve) && get("cuMemAddressFree", &mem_address_free) &&
-               get("cuMemCreate", &mem_create) && get("cuMemRelease", &mem_release) && get("cuMemMap", &mem_map) &&
-               get("cuMemUnmap", &mem_unmap) && get("cuMemSetAccess", &mem_set_access);
+        return get(GCP_ENTRY(cuDeviceGet), &device_get) && get(GCP_ENTRY(cuDeviceGetAttribute), &device_get_attribute) &&
+               get(GCP_ENTRY(cuMemGetAllocationGranularity), &mem_get_granularity) &&
+               get(GCP_ENTRY(cuMemAddressReserve), &mem_address_reserve) &&
+               get(GCP_ENTRY(cuMemAddressFree), &mem_address_free) && get(GCP_ENTRY(cuMemCreate), &mem_create) &&
+               get(GCP_ENTRY(cuMemRelease), &mem_release) && get(GCP_ENTRY(cuMemMap), &mem_map) &&
+               get(GCP_ENTRY(cuMemUnmap), &mem_unmap) && get(GCP_ENTRY(cuMemSetAccess), &mem_set_access);
     }
 };
+#else
+struct driver_api { // VMM compiled out
+    bool load() { return false; }
+};
+#endif
 
 status from_cuda(cudaError_t e) {
     if (e == cudaSuccess) {
         return OK;
     }
-    cudaGetLastError(); // a sticky error would otherwise surface at the next unrelated launch check
+    (void) cudaGetLastError(); // a sticky error would otherwise surface at the next unrelated launch check
     return e == cudaErrorMemoryAllocation ? OUT_OF_MEMORY : DRIVER_ERROR;
 }
 
+#if GCP_HAS_VMM
 status from_cu(CUresult r) {
     return r == CUDA_SUCCESS ? OK : r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : DRIVER_ERROR;
 }
+#endif
 
 status report(status st, const char * what, int device, int code) {
     if (st == DRIVER_ERROR) {
@@ -73,7 +107,7 @@ status report(status st, const char * what, int device, int code) {
 template <typename F> status on_device(int device, F && f) {
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess) {
-        cudaGetLastError();
+        (void) cudaGetLastError();
         prev = -1;
     }
     if (prev != device) {
@@ -84,8 +118,12 @@ template <typename F> status on_device(int device, F && f) {
     }
     status st = f();
     if (prev != device && prev >= 0) {
-        cudaSetDevice(prev);
-        cudaGetLastError();
+        cudaError_t e = cudaSetDevice(prev);
+        if (e != cudaSuccess) {
+            (void) cudaGetLastError();
+            GCP_LOG_ERROR("CUDA pool[%d]: putting the caller's device %d back failed with driver error %d", device,
+                          prev, int(e));
+        }
     }
     return st;
 }
@@ -96,12 +134,15 @@ class cuda_driver final : public driver {
         vmm_.assign(size_t(count), false);
         async_.assign(size_t(count), false);
         granularity_.assign(size_t(count), 0);
+#if GCP_HAS_ASYNC
         for (int d = 0; d < count; d++) {
             int pools = 0;
             async_[size_t(d)] =
                 cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d) == cudaSuccess && pools != 0;
         }
-        cudaGetLastError();
+        (void) cudaGetLastError();
+#endif
+#if GCP_HAS_VMM
         for (int d = 0; have_vmm && d < count; d++) {
             CUdevice dev       = 0;
             int      supported = 0;
@@ -118,9 +159,12 @@ class cuda_driver final : public driver {
                 granularity_[size_t(d)] = g;
             }
         }
+#else
+        (void) have_vmm;
+#endif
     }
 
-    ggml_cpool_platform platform() const override { return GGML_CPOOL_PLATFORM_CUDA; }
+    ggml_cpool_platform platform() const override { return GCP_PLATFORM; }
     int                 device_count() const override { return count_; }
     bool                error_latched() const override {
         return driver::error_latched() || cudaPeekAtLastError() != cudaSuccess;
@@ -131,6 +175,15 @@ class cuda_driver final : public driver {
         return &devices;
     }
     bool async_supported(int device) const override { return valid(device) && async_[size_t(device)]; }
+    bool can_access_peer(int device, int peer) const override {
+        int can = 0;
+        if (!valid(device) || !valid(peer) || device == peer ||
+            cudaDeviceCanAccessPeer(&can, peer, device) != cudaSuccess) {
+            (void) cudaGetLastError();
+            return false;
+        }
+        return can != 0;
+    }
     status stream_capturing(int device, stream_t stream, bool * capturing) override {
         cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
         cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
@@ -160,7 +213,7 @@ class cuda_driver final : public driver {
     }
 
   protected:
-    void do_clear_error() override { cudaGetLastError(); }
+    void do_clear_error() override { (void) cudaGetLastError(); }
 
     status do_malloc(int device, size_t size, void ** ptr) override {
         status st = on_device(device, [&] {
@@ -191,6 +244,7 @@ class cuda_driver final : public driver {
         });
     }
 
+#if GCP_HAS_VMM
     status do_vmm_reserve(int device, size_t size, uintptr_t * addr) override {
         CUdeviceptr p  = 0;
         CUresult    r  = api_.mem_address_reserve(&p, size, 0, 0, 0);
@@ -251,6 +305,16 @@ class cuda_driver final : public driver {
         CUresult r             = api_.mem_set_access(CUdeviceptr(addr), size, &access, 1);
         return report(from_cu(r), "cuMemSetAccess", device, int(r));
     }
+#else
+    // VMM compiled out: vmm_supported() is false, so no pool calls these
+    status do_vmm_reserve(int, size_t, uintptr_t *) override { return UNSUPPORTED; }
+    status do_vmm_unreserve(int, uintptr_t, size_t) override { return UNSUPPORTED; }
+    status do_vmm_create(int, size_t, vmm_handle *) override { return UNSUPPORTED; }
+    status do_vmm_release(int, vmm_handle) override { return UNSUPPORTED; }
+    status do_vmm_map(int, uintptr_t, size_t, vmm_handle) override { return UNSUPPORTED; }
+    status do_vmm_unmap(int, uintptr_t, size_t) override { return UNSUPPORTED; }
+    status do_vmm_access(int, uintptr_t, size_t, int) override { return UNSUPPORTED; }
+#endif
 
     status do_stream_create(int device, stream_t * stream) override {
         return on_device(device, [&] {
@@ -268,6 +332,7 @@ class cuda_driver final : public driver {
         });
     }
 
+#if GCP_HAS_ASYNC
     status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
         status st = on_device(device, [&] {
             cudaError_t e = cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream));
@@ -289,6 +354,7 @@ class cuda_driver final : public driver {
         }
         return st;
     }
+#endif
 
     status do_stream_synchronize(int device, stream_t stream) override {
         return on_device(device, [&] {
@@ -297,6 +363,7 @@ class cuda_driver final : public driver {
         });
     }
 
+#if GCP_HAS_ASYNC
     // runs f on the device's default stream-ordered pool
     template <typename F> status with_pool(int device, const char * what, F && f) {
         cudaMemPool_t pool = nullptr;
@@ -359,6 +426,17 @@ class cuda_driver final : public driver {
     status do_pool_trim(int device, size_t keep) override {
         return with_pool(device, "cudaMemPoolTrimTo", [&](cudaMemPool_t pool) { return cudaMemPoolTrimTo(pool, keep); });
     }
+#else
+    // the async kind is compiled out: async_supported() is false, so no pool calls these
+    status do_malloc_async(int, size_t, stream_t, void **) override { return UNSUPPORTED; }
+    status do_free_async(int, void *, stream_t) override { return UNSUPPORTED; }
+    status do_pool_threshold(int, uint64_t *) override { return UNSUPPORTED; }
+    status do_pool_set_threshold(int, uint64_t) override { return UNSUPPORTED; }
+    status do_pool_reuse(int, uint32_t *) override { return UNSUPPORTED; }
+    status do_pool_set_reuse(int, uint32_t) override { return UNSUPPORTED; }
+    status do_pool_usage(int, size_t *, size_t *) override { return UNSUPPORTED; }
+    status do_pool_trim(int, size_t) override { return UNSUPPORTED; }
+#endif
 
   private:
     struct piece {
@@ -368,6 +446,7 @@ class cuda_driver final : public driver {
 
     bool valid(int device) const { return device >= 0 && device < count_; }
 
+#if GCP_HAS_VMM
     static CUmemAllocationProp props(int device) {
         CUmemAllocationProp prop = {};
         prop.type                = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -375,6 +454,7 @@ class cuda_driver final : public driver {
         prop.location.id         = device;
         return prop;
     }
+#endif
 
     // what this driver handed out, for outstanding() and used()
     void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) {
@@ -387,7 +467,7 @@ class cuda_driver final : public driver {
     }
 
     int                           count_;
-    driver_api                    api_;
+    [[maybe_unused]] driver_api   api_; // the VMM calls (none where VMM is compiled out)
     std::vector<bool>             vmm_, async_;
     std::vector<size_t>           granularity_;
     mutable std::mutex            mutex_;
@@ -400,7 +480,7 @@ status make_cuda_driver(std::shared_ptr<driver> * out) {
     int         count = 0;
     cudaError_t e     = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        cudaGetLastError();
+        (void) cudaGetLastError();
         GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
         return UNSUPPORTED;
     }

@@ -25,6 +25,7 @@ class fault_driver final : public driver {
     bool                error_latched() const override { return driver::error_latched() || inner_->error_latched(); }
     const void *        identity() const override { return inner_->identity(); }
     bool                async_supported(int device) const override { return inner_->async_supported(device); }
+    bool                can_access_peer(int device, int peer) const override { return inner_->can_access_peer(device, peer); }
     status              stream_capturing(int device, stream_t stream, bool * capturing) override {
         return inner_->stream_capturing(device, stream, capturing);
     }

@@ -26,6 +26,9 @@ class sim_driver final : public driver {
     int                 device_count() const override { return params_.device_count; }
     bool                vmm_supported(int device) const override;
     bool                async_supported(int device) const override;
+    bool                can_access_peer(int device, int peer) const override {
+        return valid(device) && valid(peer) && device != peer;
+    }
     status              stream_capturing(int device, stream_t stream, bool * capturing) override;
     // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
     status              set_capturing(int device, stream_t stream, bool capturing);

@@ -144,6 +144,8 @@ class driver {
         return noted(call::pool_trim, do_pool_trim(device, keep));
     }
 
+    // whether kernels on `peer` can reach memory of `device`
+    virtual bool can_access_peer(int device, int peer) const = 0;
     // whether `stream` is being captured into a graph (a query: neither counted nor injected)
     virtual status stream_capturing(int device, stream_t stream, bool * capturing) = 0;
 

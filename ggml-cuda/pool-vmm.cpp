@@ -6,8 +6,9 @@
 
 namespace gcp {
 
-pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size) :
+pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size, bool peer_access) :
     pool(drv, device, GGML_CPOOL_KIND_VMM),
+    peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)),
     reserve_size_(round_up(std::min(reserve_size, MAX_REQUEST), granularity_)) {}
 
@@ -30,6 +31,16 @@ status pool_vmm::reserve() {
         base_ = 0;
         GCP_LOG_ERROR("%s: reserving a virtual range of %.2f MiB failed (%s)", name(), to_mib(reserve_size_),
                       ggml_cpool_status_str(st));
+    }
+    return st;
+}
+
+status pool_vmm::grant_access(uintptr_t addr, size_t size) {
+    status st = drv_.vmm_access(device_, addr, size, device_);
+    for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
+        if (drv_.can_access_peer(device_, peer)) {
+            st = drv_.vmm_access(device_, addr, size, peer);
+        }
     }
     return st;
 }
@@ -67,7 +78,7 @@ status pool_vmm::grow(size_t bytes) {
         st   = drv_.vmm_map(device_, base_ + offset, size, handle);
         if (st == OK) {
             what = "granting access to";
-            st   = drv_.vmm_access(device_, base_ + offset, size, device_);
+            st   = grant_access(base_ + offset, size);
             if (st != OK) {
                 orphans_.push_back({ offset, size, handle, true });
             }

@@ -14,7 +14,8 @@ class pool_vmm final : public pool {
   public:
     static constexpr size_t ALIGNMENT = 128; // ggml's: keeps every tensor's vector loads aligned
 
-    pool_vmm(driver & drv, int device, size_t reserve_size);
+    // peer_access: map for every peer device that can reach this one, too
+    pool_vmm(driver & drv, int device, size_t reserve_size, bool peer_access);
     ~pool_vmm() override;
 
     // unmaps the physical chunks wholly above the stack top
@@ -52,6 +53,9 @@ class pool_vmm final : public pool {
     status unmap_above(size_t floor); // every chunk wholly above the offset
     bool   release_orphans();  // true when none is left mapped
 
+    status grant_access(uintptr_t addr, size_t size); // this device, and its peers when asked
+
+    bool               peer_access_;
     size_t             granularity_;
     size_t             reserve_size_;
     uintptr_t          base_   = 0; // 0 until the range is reserved

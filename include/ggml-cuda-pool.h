@@ -104,6 +104,7 @@ struct ggml_cpool_ctx_params {
     ggml_cpool_driver_t          driver;       // optional: share this driver instead (several contexts on one device)
     enum ggml_cpool_kind         kind[GGML_CPOOL_MAX_DEVICES]; // AUTO leaves the choice to the environment
     size_t                       vmm_reserve;  // virtual range reserved per VMM pool, bytes
+    int                          vmm_peer_access; // VMM pools also map their memory for every peer device that can reach it
 };
 
 struct ggml_cpool_stats {

@@ -23,7 +23,7 @@ step() {
     tests=$(grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+|ERROR SUMMARY: [0-9]+ errors?|\[  PASSED  \] [0-9]+ tests?' \
         "$LOGS/$name.log" | tail -1)
     local skipped
-    skipped=$(grep -c '\*\*\*Skipped\|\[  SKIPPED \]' "$LOGS/$name.log")
+    skipped=$(grep -cE '\[  SKIPPED \] .* \([0-9]+ ms\)$' "$LOGS/$name.log")
     rows+=("$(printf '%-24s %-5s %5ss  skipped %-4s %s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAIL)" \
         $((SECONDS - t0)) "$skipped" "$tests")")
     [ $rc -eq 0 ] || failed=1
@@ -51,7 +51,7 @@ T="$BUILD_DIR/tests/test-pools"
 step ctest-cpu ctest --test-dir "$BUILD_DIR" -LE gpu -j 8 --output-on-failure
 step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -V
 # the gpu label must have run on this machine: the only skip allowed is a test that needs more GPUs
-"$T" --gtest_filter='Cuda/*' >"$LOGS/gpu-skips.log" 2>&1
+{ "$T" --gtest_filter='Cuda/*'; "$BUILD_DIR/tests/test-multigpu"; } >"$LOGS/gpu-skips.log" 2>&1
 unexpected=$(grep -A1 ': Skipped$' "$LOGS/gpu-skips.log" | grep -v -e ': Skipped$' -e '^--$' -e 'needs two devices')
 if [ -n "$unexpected" ]; then
     echo "gpu tests skipped on a GPU machine: $unexpected"; failed=1
@@ -68,14 +68,19 @@ step memcheck-tests compute-sanitizer --tool memcheck --leak-check full --error-
     "$T" --gtest_filter='-*UnmappedMemoryTraps*'
 step memcheck-graphs compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$BUILD_DIR/tests/test-graphs"
-grep -hE 'graph replays|negative control' "$LOGS/ctest-gpu.log" "$LOGS/memcheck-graphs.log" 2>/dev/null
+grep -hE 'graph replays|negative control' "$LOGS/memcheck-graphs.log" 2>/dev/null
+# several GPUs (skipped with the reason on one): pools on two devices, peer access, cross-device release
+step memcheck-multigpu compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$BUILD_DIR/tests/test-multigpu"
+step memcheck-cross-device compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$T" --gtest_filter='Cuda/Async.ReleaseFromAThreadOnAnotherDevice*'
 step demo "$BUILD_DIR/tools/pool-demo" --driver cuda
 step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$BUILD_DIR/tools/pool-demo" --driver cuda --tokens 512
 
-# the warm stream-ordered pool against CUDA's default threshold
-step bench-async "$BUILD_DIR/tools/bench-async" --benchmark_out="$LOGS/bench-async.json" --benchmark_out_format=json
-grep -E '_median|Benchmark' "$LOGS/bench-async.log"
+# the warm stream-ordered pool against CUDA's default threshold (GPU_TEST_BENCH=0 leaves it out)
+[ "${GPU_TEST_BENCH:-1}" = 0 ] || step bench-async "$BUILD_DIR/tools/bench-async" --benchmark_out="$LOGS/bench-async.json" --benchmark_out_format=json
+grep -E '_median|Benchmark' "$LOGS/bench-async.log" 2>/dev/null
 
 echo
 echo "== summary ($(cut -d, -f1 "$LOGS/gpu.txt" | head -1)) =="

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-#ifdef GGML_CPOOL_HAVE_CUDA
+#if defined(GGML_USE_HIP)
+#    include "../ggml-cuda/vendors/hip.h"
+#elif defined(GGML_CPOOL_HAVE_CUDA)
 #    include <cuda_runtime_api.h>
 #endif
 
@@ -13,7 +15,7 @@ ggml_cpool_driver_t make_cuda_driver(std::string * why_not) {
     int         count = 0;
     cudaError_t e     = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        cudaGetLastError();
+        (void) cudaGetLastError();
         *why_not = std::string("no CUDA device: ") + (e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
         return nullptr;
     }
@@ -40,7 +42,7 @@ bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern) {
         // the buffer may come from a stream-ordered pool on another stream: let that work land
         if (cudaDeviceSynchronize() != cudaSuccess || cudaMemset(ptr, pattern, size) != cudaSuccess ||
             cudaMemcpy(host.data(), ptr, size, cudaMemcpyDeviceToHost) != cudaSuccess) {
-            cudaGetLastError();
+            (void) cudaGetLastError();
             return false;
         }
 #else

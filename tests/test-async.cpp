@@ -8,7 +8,9 @@
 #include <thread>
 #include <tuple>
 
-#ifdef GGML_CPOOL_HAVE_CUDA
+#if defined(GGML_USE_HIP)
+#    include "../ggml-cuda/vendors/hip.h"
+#elif defined(GGML_CPOOL_HAVE_CUDA)
 #    include <cuda_runtime_api.h>
 #endif
 

@@ -128,6 +128,25 @@ TEST_F(Vmm, TrimUnmapsAboveTheTopAndUnmappedMemoryTraps) {
     release(pool_, keep);
 }
 
+TEST_F(Vmm, PeerAccessIsGrantedOnlyWhenAsked) {
+    auto p = sim_params(256 * MiB, 2);
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
+    for (int peer : { 0, 1 }) {
+        auto cp            = ggml_cpool_ctx_default_params();
+        cp.driver          = driver_;
+        cp.kind[0]         = GGML_CPOOL_KIND_VMM;
+        cp.vmm_peer_access = peer;
+        ggml_cpool_ctx_t ctx = nullptr;
+        ASSERT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_OK);
+        uint64_t before = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_VMM_ACCESS);
+        buf      a      = alloc(pool_of(ctx), 5 * MiB);
+        EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_VMM_ACCESS) - before, peer ? 2u : 1u)
+            << "the device itself" << (peer ? ", and its peer" : " only");
+        release(pool_of(ctx), a);
+        ggml_cpool_ctx_free(ctx);
+    }
+}
+
 TEST_F(Vmm, UnsupportedDeviceRefusesAnExplicitVmmPool) {
     auto p          = sim_params(64 * MiB);
     p.vmm_supported = 0;
