@@ -32,6 +32,17 @@ ggml_cpool_driver_t make_cuda_driver(std::string * why_not) {
 #endif
 }
 
+ggml_cpool_driver_t open_driver(drv which, const ggml_cpool_sim_params & sim, std::string * why_not) {
+    if (which == drv::cuda) {
+        return make_cuda_driver(why_not);
+    }
+    ggml_cpool_driver_t d = nullptr;
+    if (ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &d) != GGML_CPOOL_STATUS_OK) {
+        *why_not = "the sim driver refused its parameters";
+    }
+    return d;
+}
+
 bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern) {
     std::vector<unsigned char> host(size, 0);
     if (d == drv::sim) {

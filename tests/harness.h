@@ -160,6 +160,10 @@ inline void         PrintTo(drv d, std::ostream * os) { *os << drv_name(d); }
 // the cuda driver, or a reason why the tests using it must skip
 ggml_cpool_driver_t make_cuda_driver(std::string * why_not);
 
+// the driver a parameterized suite runs over: a sim driver of these parameters, or the cuda
+// driver; nullptr and the reason when the cuda driver is unavailable (the test then skips)
+ggml_cpool_driver_t open_driver(drv which, const ggml_cpool_sim_params & sim, std::string * why_not);
+
 // writes a pattern through the device and reads it back: the memory is real and usable
 bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern);
 

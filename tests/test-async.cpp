@@ -23,15 +23,10 @@ constexpr uint64_t MAX_THRESHOLD = UINT64_MAX;
 class Async : public testing::TestWithParam<drv> {
   protected:
     void SetUp() override {
-        if (GetParam() == drv::sim) {
-            auto p = sim_params(256 * MiB, 2);
-            ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
-        } else {
-            std::string why;
-            driver_ = make_cuda_driver(&why);
-            if (driver_ == nullptr) {
-                GTEST_SKIP() << why;
-            }
+        std::string why;
+        driver_ = open_driver(GetParam(), sim_params(256 * MiB, 2), &why);
+        if (driver_ == nullptr) {
+            GTEST_SKIP() << why;
         }
         ASSERT_EQ(ggml_cpool_driver_release_threshold(driver_, 0, &initial_), GGML_CPOOL_STATUS_OK);
     }

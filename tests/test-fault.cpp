@@ -75,15 +75,10 @@ class Faults : public testing::TestWithParam<fault_param> {
     void SetUp() override {
         which_ = std::get<0>(GetParam());
         kind_  = std::get<1>(GetParam());
-        if (which_ == drv::sim) {
-            auto p = sim_params(256 * MiB);
-            ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner_), GGML_CPOOL_STATUS_OK);
-        } else {
-            std::string why;
-            inner_ = make_cuda_driver(&why);
-            if (inner_ == nullptr) {
-                GTEST_SKIP() << why;
-            }
+        std::string why;
+        inner_ = open_driver(which_, sim_params(256 * MiB), &why);
+        if (inner_ == nullptr) {
+            GTEST_SKIP() << why;
         }
         fault_ = fault_over(inner_, "");
         ctx_   = make_ctx(fault_, kind_);

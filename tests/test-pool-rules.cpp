@@ -21,15 +21,10 @@ class PoolRules : public testing::TestWithParam<rule_param> {
     void SetUp() override {
         which_ = std::get<0>(GetParam());
         kind_  = std::get<1>(GetParam());
-        if (which_ == drv::sim) {
-            auto p = sim_params(SIM_CAPACITY);
-            ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
-        } else {
-            std::string why;
-            driver_ = make_cuda_driver(&why);
-            if (driver_ == nullptr) {
-                GTEST_SKIP() << why;
-            }
+        std::string why;
+        driver_ = open_driver(which_, sim_params(SIM_CAPACITY), &why);
+        if (driver_ == nullptr) {
+            GTEST_SKIP() << why;
         }
         ctx_  = make_ctx(driver_, kind_);
         pool_ = pool_of(ctx_);
