@@ -456,10 +456,15 @@ class cuda_driver final : public driver {
     }
 #endif
 
-    // what this driver handed out, for outstanding() and used()
-    void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) {
+    // what this driver handed out, for outstanding() and used(); without room to record it the
+    // memory is still handed out, only the leak check loses sight of it
+    void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) noexcept {
         std::lock_guard<std::mutex> lock(mutex_);
-        map[key] = { device, size };
+        try {
+            map[key] = { device, size };
+        } catch (...) {
+            GCP_LOG_ERROR("CUDA pool[%d]: no host memory to record an allocation for the leak check", device);
+        }
     }
     void untrack(std::unordered_map<uintptr_t, piece> & map, uintptr_t key) {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -147,11 +147,12 @@ status sim_driver::do_free_async(int device, void * ptr, stream_t stream) {
 
 status sim_driver::do_stream_synchronize(int device, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    sim_mempool *               pool = stream_pool(device, stream);
-    if (pool == nullptr) {
+    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
         return INVALID_ARGUMENT;
     }
-    pool->synchronize(devices_[size_t(device)].arena);
+    // host work is complete; the stream-ordered pool (where there is one) sees its frees
+    device_state & d = devices_[size_t(device)];
+    d.mempool->synchronize(d.arena);
     return OK;
 }
 

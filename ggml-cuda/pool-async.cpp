@@ -17,9 +17,7 @@ pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream)
 
 pool_async::~pool_async() {
     release_live();
-    for (const deferred & d : deferred_) {
-        free_now(d.ptr, d.size);
-    }
+    drain(true);
     if (drv_.stream_synchronize(device_, stream_) != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: synchronizing the stream before release failed", name());
@@ -32,7 +30,7 @@ bool pool_async::observe() {
     status st       = drv_.pool_usage(device_, &reserved, &used);
     if (st != OK) {
         drv_.clear_error(); // statistics only: the allocation itself went through
-        return false;
+        reserved = std::max(stats_.reserved_bytes, stats_.live_bytes + deferred_bytes());
     }
     bool grew = reserved > stats_.reserved_bytes;
     if (grew) {
@@ -43,20 +41,31 @@ bool pool_async::observe() {
     return grew;
 }
 
+size_t pool_async::deferred_bytes() const {
+    size_t n = 0;
+    for (const deferred & d : deferred_) {
+        n += d.size;
+    }
+    return n;
+}
+
 size_t pool_async::cached_bytes() const {
+    // reserved is the device pool's, so it holds at least this context's live bytes
     return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
 }
 
 status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    if (capturing()) {
+        // a stream-ordered allocation in a capture becomes the graph's own memory, which the
+        // pool could neither hand out nor free like its others
+        GCP_LOG_WARN("%s: async alloc of %.2f MiB refused during graph capture: allocate before capturing, or use "
+                     "the legacy or VMM kind for captured graphs",
+                     name(), to_mib(size));
+        return UNSUPPORTED;
+    }
+    drain();
     size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
     status st    = drv_.malloc_async(device_, bytes, stream_, ptr);
-    if (st == OUT_OF_MEMORY && capturing()) {
-        drv_.clear_error();
-        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed during graph capture, where synchronize is illegal: no "
-                     "trim, returning OUT_OF_MEMORY",
-                     name(), to_mib(bytes));
-        return OUT_OF_MEMORY;
-    }
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
         drv_.clear_error();
@@ -83,27 +92,29 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
 }
 
 void pool_async::do_free(void * ptr, size_t actual) {
-    if (pinned(ptr)) {
-        // a graph replays into it: once freed, a synchronize would let another context's stream take it
+    // a graph replays into it (once freed, a synchronize would let another context's stream take
+    // it), or a free now would be captured into the graph: hold it back
+    if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
         deferred_.push_back({ ptr, actual });
-        return;
     }
-    free_now(ptr, actual);
 }
 
-status pool_async::free_now(void * ptr, size_t actual) {
+bool pool_async::free_now(void * ptr, size_t actual) {
     status st = drv_.free_async(device_, ptr, stream_);
     if (st != OK) {
         drv_.clear_error();
-        GCP_LOG_ERROR("%s: async free of %p (%.2f MiB) failed (%s)", name(), ptr, to_mib(actual),
+        GCP_LOG_ERROR("%s: async free of %p (%.2f MiB) failed (%s); kept, to retry", name(), ptr, to_mib(actual),
                       ggml_cpool_status_str(st));
     }
-    return st;
+    return st == OK;
 }
 
-void pool_async::on_unpinned() {
+void pool_async::drain(bool force) {
+    if (deferred_.empty() || (!force && capturing())) {
+        return;
+    }
     for (size_t i = deferred_.size(); i-- > 0;) {
-        if (!pinned(deferred_[i].ptr) && free_now(deferred_[i].ptr, deferred_[i].size) == OK) {
+        if ((force || !pinned(deferred_[i].ptr)) && free_now(deferred_[i].ptr, deferred_[i].size)) {
             deferred_.erase(deferred_.begin() + std::ptrdiff_t(i));
         }
     }
@@ -114,6 +125,7 @@ status pool_async::trim() {
         log_capture_refusal("trim refused");
         return UNSUPPORTED;
     }
+    drain();
     status st = drv_.stream_synchronize(device_, stream_);
     if (st == OK) {
         st = drv_.pool_trim(device_, 0);

@@ -22,21 +22,26 @@ class pool_async final : public pool {
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) override;
     size_t cached_bytes() const override;
+    size_t deferred_bytes() const;
 
   private:
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
 
     // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
     // shrinkage as memory given back (the generation moves)
-    bool observe();
-    void on_unpinned() override;           // frees what was deferred for a graph
-    status free_now(void * ptr, size_t actual);
+    bool   observe();
+    void   on_unpinned() override { drain(); }
+    // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
+    void   drain(bool force = false);
+    bool   free_now(void * ptr, size_t actual);
 
     struct deferred {
         void * ptr;
         size_t size;
     };
-    std::vector<deferred> deferred_; // freed by the caller while a graph still uses them
+    // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
+    // capturing (a free there would be captured into the graph), or the driver refused the free
+    std::vector<deferred> deferred_;
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
 };

@@ -53,6 +53,10 @@ bool pool_vmm::release_orphans() {
             o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
         }
         if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
+            if (o.reserved) {
+                held_ -= o.size;
+                on_driver_free(o.size);
+            }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
             continue;
         }
@@ -63,8 +67,14 @@ bool pool_vmm::release_orphans() {
 }
 
 status pool_vmm::grow(size_t bytes) {
-    // a mapping left over from a failed growth still occupies the range where this one goes
-    if (!release_orphans()) {
+    // a mapping left over from a failed growth still occupies the range where this one goes;
+    // undoing it unmaps, which waits until no graph is being captured
+    const bool capture = capturing();
+    bool       blocked = false;
+    for (const orphan & o : orphans_) {
+        blocked = blocked || o.mapped;
+    }
+    if (blocked && (capture || !release_orphans())) {
         GCP_LOG_ERROR("%s: a failed mapping could not be undone yet; not growing", name());
         return DRIVER_ERROR;
     }
@@ -80,10 +90,10 @@ status pool_vmm::grow(size_t bytes) {
             what = "granting access to";
             st   = grant_access(base_ + offset, size);
             if (st != OK) {
-                orphans_.push_back({ offset, size, handle, true });
+                orphans_.push_back({ offset, size, handle, true, false });
             }
         } else {
-            orphans_.push_back({ offset, size, handle, false });
+            orphans_.push_back({ offset, size, handle, false, false });
         }
     }
     if (st != OK) {
@@ -152,12 +162,15 @@ bool pool_vmm::unmap_last_chunk() {
     }
     chunks_.pop_back();
     mapped_ -= c.size;
-    on_driver_free(c.size);
     if (drv_.vmm_release(device_, c.handle) != OK) {
+        // still the driver's memory held for this pool: reserved until the retry releases it
         drv_.clear_error();
         GCP_LOG_ERROR("%s: releasing %.2f MiB of physical memory failed; will retry", name(), to_mib(c.size));
-        orphans_.push_back({ c.offset, c.size, c.handle, false });
+        orphans_.push_back({ c.offset, c.size, c.handle, false, true });
+        held_ += c.size;
+        return true;
     }
+    on_driver_free(c.size);
     return true;
 }
 

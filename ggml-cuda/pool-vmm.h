@@ -24,7 +24,8 @@ class pool_vmm final : public pool {
   protected:
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) override;
-    size_t cached_bytes() const override { return mapped_ - stats_.live_bytes; }
+    // mapped and not live, plus unmapped memory the driver has not taken back yet
+    size_t cached_bytes() const override { return mapped_ + held_ - stats_.live_bytes; }
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
@@ -45,6 +46,7 @@ class pool_vmm final : public pool {
         size_t     size;
         vmm_handle handle;
         bool       mapped;
+        bool       reserved; // counted in reserved_bytes (it was a chunk): counted out once released
     };
 
     status reserve();
@@ -61,6 +63,7 @@ class pool_vmm final : public pool {
     uintptr_t          base_   = 0; // 0 until the range is reserved
     size_t             used_   = 0; // stack top, offset from base_
     size_t             mapped_ = 0;
+    size_t             held_   = 0; // bytes of reserved orphans
     std::vector<chunk> chunks_;
     std::vector<block>  blocks_; // ascending offsets
     std::vector<orphan> orphans_;

@@ -48,12 +48,20 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
         }
         return st;
     }
-    live_[*ptr] = *actual;
-    if (pinning_ != 0) {
-        graphs_[pinning_].push_back(*ptr);
-        pin & p  = pins_[*ptr];
-        p.graphs++;
-        p.size = *actual;
+    try {
+        live_[*ptr] = *actual;
+        if (pinning_ != 0) {
+            graphs_[pinning_].push_back(*ptr);
+            pin & p = pins_[*ptr];
+            p.graphs++;
+            // an address can come back with another size: the pin covers the largest
+            p.size = std::max(p.size, *actual);
+        }
+    } catch (...) {
+        // no room to record it: give the buffer back rather than lose it
+        live_.erase(*ptr);
+        do_free(*ptr, *actual);
+        throw;
     }
     stats_.allocs++;
     stats_.live_bytes += *actual;
@@ -139,11 +147,18 @@ void pool::release_live() {
     }
     GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live_.size(),
                  to_mib(stats_.live_bytes));
-    // free in reverse address order: the VMM pool then unwinds its stack in one pass
-    std::vector<std::pair<void *, size_t>> live(live_.begin(), live_.end());
-    std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
-    for (auto & b : live) {
-        free(b.first, b.second);
+    // free in reverse address order: the VMM pool then unwinds its stack in one pass; without
+    // room for that order (this runs in destructors, which must not throw), in any order
+    try {
+        std::vector<std::pair<void *, size_t>> live(live_.begin(), live_.end());
+        std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
+        for (auto & b : live) {
+            free(b.first, b.second);
+        }
+    } catch (...) {
+        while (!live_.empty()) {
+            free(live_.begin()->first, live_.begin()->second);
+        }
     }
 }
 

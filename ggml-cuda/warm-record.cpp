@@ -50,15 +50,13 @@ void warm_record::release() {
     if (handles_ == 0 || --handles_ > 0) {
         return;
     }
-    // every device from the record, not the thread's current one
+    // every device from the record, not the thread's current one. Each async pool synchronized
+    // its own stream as it went, so every free of theirs has landed; a device-wide synchronize
+    // would break a graph capture running elsewhere on the device
     for (const entry & e : devices_) {
         driver & drv = *e.drv;
         if (e.raised) {
-            status st = drv.synchronize(e.device);
-            if (st == OK) {
-                st = drv.pool_trim(e.device, 0);
-            }
-            check(drv, st, e.device, "trimming the stream-ordered pool");
+            check(drv, drv.pool_trim(e.device, 0), e.device, "trimming the stream-ordered pool");
             check(drv, drv.pool_set_threshold(e.device, e.threshold), e.device, "restoring the release threshold");
         }
         if (e.reuse_changed) {

@@ -3,9 +3,9 @@
 // device reads the device pool's release threshold and raises it to the maximum only if it is
 // lower, and turns off the pool's cross-stream reuse policies (so a block one context freed goes
 // to another context's stream only after a synchronize has seen the free), remembering the
-// previous values. When the last live async pool goes, every device this record raised is
-// synchronized, trimmed and given its previous values back, whichever device is current on the
-// thread that destroys it. A failure here only costs speed: it is logged, the driver's error is
+// previous values. When the last live async pool goes (each synchronizes its stream as it
+// goes), every device this record raised is trimmed and given its previous values back,
+// whichever device is current on the thread that destroys it. A failure here only costs speed: it is logged, the driver's error is
 // cleared, and allocation carries on.
 
 #include "driver.h"

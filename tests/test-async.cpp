@@ -189,6 +189,23 @@ TEST(AsyncKind, OutOfMemoryTrimsThePoolAndRetriesOnce) {
     ggml_cpool_driver_release(small);
 }
 
+TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {
+    auto                p     = sim_params(64 * MiB);
+    ggml_cpool_driver_t sim   = nullptr, fault = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &sim), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_fault_create(sim, "fail=free_async:1", &fault), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
+    buf              a   = alloc(pool_of(ctx), 8 * MiB);
+    log_capture      log;
+    release(pool_of(ctx), a); // the driver refuses: the pool keeps it
+    EXPECT_EQ(log.count("async free of .* failed .*kept, to retry"), 1u);
+    expect_consistent(pool_of(ctx));
+    ggml_cpool_ctx_free(ctx); // retried on the way out
+    EXPECT_EQ(ggml_cpool_driver_outstanding(sim), 0u);
+    ggml_cpool_driver_release(fault);
+    ggml_cpool_driver_release(sim);
+}
+
 TEST(AsyncKind, IsUnsupportedOnHipAndSaysSo) {
     clean_env           env;
     auto                p   = sim_params(64 * MiB, 1, GGML_CPOOL_PLATFORM_HIP);

@@ -69,8 +69,10 @@ TEST_P(Capture, OutOfMemoryDuringCaptureReturnsAStatusWithoutSynchronizeOrFree) 
     size_t      actual = 0;
     // more than is free, but not more than is free once the cached buffer goes (the VMM stack
     // would grow into the last free megabytes, so it is asked for more)
+    // (the async kind refuses every allocation during capture: one there would become the graph's)
     const size_t request = GetParam() == GGML_CPOOL_KIND_VMM ? 30 * MiB : 24 * MiB;
-    EXPECT_EQ(ggml_cpool_alloc(pool_, request, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(ggml_cpool_alloc(pool_, request, 0, &p, &actual),
+              GetParam() == GGML_CPOOL_KIND_ASYNC ? GGML_CPOOL_STATUS_UNSUPPORTED : GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(illegal(), before) << "no synchronize, free, unmap or trim during capture";
     EXPECT_EQ(log.count("during graph capture"), GetParam() == GGML_CPOOL_KIND_VMM ? 0u : 1u);
     capture(false);
@@ -181,6 +183,69 @@ TEST_P(Capture, DestroyGivesBackPinnedBuffersToo) {
 
 std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
     return ggml_cpool_kind_str(info.param);
+}
+
+TEST_P(CachedCapture, ReclaimSynchronizesTheContextsStreamNotTheDevice) {
+    // a device-wide synchronize would break a capture that another context runs on the device
+    buf filler = alloc(pool_, 36 * MiB);
+    buf cached = alloc(pool_, 8 * MiB);
+    release(pool_, cached);
+    uint64_t device_syncs = calls(GGML_CPOOL_CALL_SYNCHRONIZE), stream_syncs = calls(GGML_CPOOL_CALL_STREAM_SYNC);
+    buf      big          = alloc(pool_, 24 * MiB); // reclaims the cached buffer
+    EXPECT_EQ(calls(GGML_CPOOL_CALL_SYNCHRONIZE), device_syncs);
+    EXPECT_EQ(calls(GGML_CPOOL_CALL_STREAM_SYNC), stream_syncs + 1);
+    release(pool_, big);
+    release(pool_, filler);
+}
+
+TEST(CaptureVmm, APinCoversTheLargestBufferEverHandedOutAtItsAddress) {
+    auto                p   = sim_params(CAPACITY);
+    ggml_cpool_driver_t drv = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx  = make_ctx(drv, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_t     pool = pool_of(ctx);
+    uint64_t         first = 0, second = 0;
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx, &first), GGML_CPOOL_STATUS_OK);
+    buf a = alloc(pool, 1 * MiB), big = alloc(pool, 40 * MiB); // the first graph's buffers
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx), GGML_CPOOL_STATUS_OK);
+    release(pool, big);
+    release(pool, a);
+    ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx, &second), GGML_CPOOL_STATUS_OK);
+    buf b = alloc(pool, 1 * MiB), small = alloc(pool, 1 * MiB); // `small` lands where `big` was
+    ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(small.ptr, big.ptr);
+    release(pool, small);
+    release(pool, b);
+    ASSERT_EQ(ggml_cpool_trim(pool), GGML_CPOOL_STATUS_OK);
+    EXPECT_GE(stats_of(pool).reserved_bytes, a.size + big.size) << "the first graph's buffer is still mapped";
+    EXPECT_TRUE(fill_and_check(drv::sim, big.ptr, big.size, 0x5c));
+    ggml_cpool_ctx_pin_release(ctx, first);
+    ggml_cpool_ctx_pin_release(ctx, second);
+    ggml_cpool_ctx_free(ctx);
+    EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u);
+    ggml_cpool_driver_release(drv);
+}
+
+TEST(CaptureAsync, AFreeDuringCaptureWaitsUntilTheCaptureEnds) {
+    auto                p   = sim_params(CAPACITY);
+    ggml_cpool_driver_t drv = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx    = make_ctx(drv, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           stream = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    buf a = alloc(pool, 4 * MiB); // before capture
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
+    uint64_t frees = ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC);
+    release(pool, a);
+    EXPECT_EQ(ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC), frees) << "no free into the capture";
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
+    buf b = alloc(pool, 1 * MiB); // after capture: the held free goes out first
+    EXPECT_EQ(ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
+    release(pool, b);
+    ggml_cpool_ctx_free(ctx);
+    EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u);
+    ggml_cpool_driver_release(drv);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, Capture,

@@ -200,7 +200,7 @@ class VmmFaults : public Faults {};
 TEST_P(CachedFaults, SynchronizeFailureBeforeReclaimIsReported) {
     buf a = alloc(pool_, 1 * MiB);
     release(pool_, a);
-    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=8MiB;fail=sync:1"), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=8MiB;fail=stream_sync:1"), GGML_CPOOL_STATUS_OK);
     log_capture log;
     void *      p = nullptr;
     size_t      actual = 0;
@@ -244,6 +244,8 @@ TEST_P(Faults, TrimFailuresKeepMemoryAccountedAndRetry) {
         release(pool_, b);
         EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_DRIVER_ERROR) << "unmapped, but the handle is kept";
         EXPECT_GT(ggml_cpool_driver_used(inner_, 0), 0u);
+        EXPECT_EQ(stats_of(pool_).reserved_bytes, ggml_cpool_driver_used(inner_, 0)) << "still reserved until released";
+        expect_consistent(pool_);
         EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "released on the retry";
         EXPECT_EQ(ggml_cpool_driver_used(inner_, 0), 0u);
     }
