@@ -98,6 +98,21 @@ inline ggml_cpool_sim_params sim_params(size_t capacity, int devices = 1,
     return p;
 }
 
+// a sim driver for one test: at the end of its scope it checks that nothing is left outstanding
+// (free the contexts first) and releases the driver
+struct sim_device {
+    explicit sim_device(const ggml_cpool_sim_params & p) {
+        EXPECT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
+    }
+    ~sim_device() {
+        EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u) << "driver memory left after every context was freed";
+        ggml_cpool_driver_release(drv);
+    }
+    sim_device(const sim_device &)             = delete;
+    sim_device & operator=(const sim_device &) = delete;
+    ggml_cpool_driver_t drv = nullptr;
+};
+
 // a context of one kind on a given driver
 inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t vmm_reserve = 0) {
     ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();

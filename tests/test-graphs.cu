@@ -6,6 +6,7 @@
 // lets B allocate from A's pool, as a shared pool would: B's writes land in A's graph buffer
 // and the same check fails.
 
+#include "cuda-check.h"
 #include "harness.h"
 
 #include <cuda_runtime_api.h>
@@ -42,8 +43,6 @@ __global__ void scribble(float * buf, int n, float value) {
         buf[i] = value;
     }
 }
-
-#define CHECK_CUDA(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(cudaGetLastError())
 
 class Graphs : public testing::Test {
   protected:

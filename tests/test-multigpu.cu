@@ -3,6 +3,7 @@
 // a kernel on device 1 then reads; destroying the context from a thread current on the other
 // device releases both. Skipped, with the reason, where fewer than two GPUs are visible.
 
+#include "cuda-check.h"
 #include "harness.h"
 
 #include <cuda_runtime_api.h>
@@ -22,8 +23,6 @@ __global__ void copy_scaled(const float * src, float * dst, int n, float scale) 
         dst[i] = src[i] * scale;
     }
 }
-
-#define CHECK_CUDA(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(cudaGetLastError())
 
 class MultiGpu : public testing::TestWithParam<ggml_cpool_kind> {
   protected:

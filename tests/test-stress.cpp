@@ -283,28 +283,19 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
 class Stress : public testing::TestWithParam<ggml_cpool_kind> {};
 
 TEST_P(Stress, MillionOperationsMatchTheShadowModel) {
-    auto                p   = sim_params(CAPACITY);
-    ggml_cpool_driver_t drv = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
-    EXPECT_EQ(stress(drv, GetParam(), OPS, 42, true), "");
-    EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u);
+    sim_device device(sim_params(CAPACITY));
+    EXPECT_EQ(stress(device.drv, GetParam(), OPS, 42, true), "");
     RecordProperty("operations", int(OPS));
-    ggml_cpool_driver_release(drv);
 }
 
 TEST_P(Stress, MillionOperationsOnATightDeviceKeepTheInvariants) {
-    auto                p   = sim_params(TIGHT_CAPACITY);
-    ggml_cpool_driver_t drv = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
-    EXPECT_EQ(stress(drv, GetParam(), OPS, 7, true, mode::tight), "");
-    EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u);
-    ggml_cpool_driver_release(drv);
+    sim_device device(sim_params(TIGHT_CAPACITY));
+    EXPECT_EQ(stress(device.drv, GetParam(), OPS, 7, true, mode::tight), "");
 }
 
 TEST_P(Stress, ThreadsEachWithTheirOwnContextShareOneDriver) {
-    auto                p   = sim_params(CAPACITY);
-    ggml_cpool_driver_t drv = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
+    sim_device               device(sim_params(CAPACITY));
+    ggml_cpool_driver_t      drv = device.drv;
     std::vector<std::string> failures(THREADS);
     std::vector<std::thread> threads;
     for (int t = 0; t < THREADS; t++) {
@@ -316,9 +307,7 @@ TEST_P(Stress, ThreadsEachWithTheirOwnContextShareOneDriver) {
     for (int t = 0; t < THREADS; t++) {
         EXPECT_EQ(failures[size_t(t)], "") << "thread " << t;
     }
-    EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u);
     EXPECT_EQ(ggml_cpool_driver_used(drv, 0), 0u);
-    ggml_cpool_driver_release(drv);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, Stress, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM),
