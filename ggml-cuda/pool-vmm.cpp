@@ -100,7 +100,9 @@ status pool_vmm::grow(size_t bytes) {
         drv_.clear_error();
         log(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR,
             "%s: %s %.2f MiB of physical memory failed (%s)", name(), what, to_mib(size), ggml_cpool_status_str(st));
-        release_orphans();
+        if (!capture) { // an unmap during capture would break it: the next growth outside one retries
+            release_orphans();
+        }
         return st;
     }
     chunks_.push_back({ offset, size, handle });

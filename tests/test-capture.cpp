@@ -222,6 +222,31 @@ TEST(CaptureVmm, APinCoversTheLargestBufferEverHandedOutAtItsAddress) {
     ggml_cpool_ctx_free(ctx);
 }
 
+TEST(CaptureVmm, AFailedGrowthDuringCaptureIsUndoneOnlyAfterIt) {
+    sim_device          device(sim_params(CAPACITY));
+    ggml_cpool_driver_t fault = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_fault_create(device.drv, "", &fault), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx    = make_ctx(fault, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           stream = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault, "fail=access:1"), GGML_CPOOL_STATUS_OK);
+    uint64_t unmaps = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_VMM_UNMAP);
+    void *   p      = nullptr;
+    size_t   actual = 0;
+    EXPECT_NE(ggml_cpool_alloc(pool, 3 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_VMM_UNMAP), unmaps) << "no unmap during capture";
+    EXPECT_NE(ggml_cpool_alloc(pool, 3 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK)
+        << "the leftover mapping blocks growth until the capture ends";
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
+    buf b = alloc(pool, 3 * MiB); // undone, then grown
+    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_VMM_UNMAP), unmaps + 1);
+    release(pool, b);
+    ggml_cpool_ctx_free(ctx);
+    ggml_cpool_driver_release(fault);
+}
+
 TEST(CaptureAsync, AFreeDuringCaptureWaitsUntilTheCaptureEnds) {
     sim_device          device(sim_params(CAPACITY));
     ggml_cpool_driver_t drv    = device.drv;
