@@ -37,7 +37,6 @@ class backend {
     status   pin_begin(uint64_t * graph);
     status   pin_end();
     status   pin_release(uint64_t graph);
-    driver & drv() { return *drv_; }
 
   private:
     backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);

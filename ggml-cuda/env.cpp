@@ -10,6 +10,8 @@
 
 namespace gcp {
 
+namespace {
+
 bool parse_bool(const char * text, bool * out) {
     static const char * const yes[] = { "1", "on", "true", "yes" };
     static const char * const no[]  = { "0", "off", "false", "no" };
@@ -39,6 +41,8 @@ bool parse_kind(const char * text, ggml_cpool_kind * out) {
     }
     return false;
 }
+
+} // namespace
 
 status env_no_vmm(bool * no_vmm) {
     const char * v = getenv(ENV_NO_VMM);

@@ -18,8 +18,4 @@ status env_pool_kind(ggml_cpool_kind * kind);
 // the stderr logger's threshold; a malformed value falls back to warn and says so once
 ggml_cpool_log_level env_log_level();
 
-// shared parsers, also used by the tools' command lines
-bool parse_bool(const char * text, bool * out);
-bool parse_kind(const char * text, ggml_cpool_kind * out);
-
 } // namespace gcp

@@ -11,7 +11,7 @@ namespace gcp {
 
 class sim_arena {
   public:
-    explicit sim_arena(size_t capacity) : capacity_(capacity) { free_[0] = capacity; }
+    explicit sim_arena(size_t capacity) { free_[0] = capacity; }
 
     // first fit; false when no free range holds size
     bool take(size_t size, size_t * offset) {
@@ -49,10 +49,8 @@ class sim_arena {
     }
 
     size_t used() const { return used_; }
-    size_t capacity() const { return capacity_; }
 
   private:
-    size_t                   capacity_;
     size_t                   used_ = 0;
     std::map<size_t, size_t> free_; // offset -> length
 };

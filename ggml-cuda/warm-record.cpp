@@ -66,13 +66,4 @@ void warm_record::release() {
     devices_.clear();
 }
 
-size_t warm_record::raised() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t                      n = 0;
-    for (const entry & e : devices_) {
-        n += e.raised;
-    }
-    return n;
-}
-
 } // namespace gcp

@@ -25,9 +25,6 @@ class warm_record {
     // an async pool ends; the last one restores every device it changed
     void release();
 
-    // devices whose threshold this record raised (for tests and logs)
-    size_t raised() const;
-
   private:
     struct entry {
         std::shared_ptr<driver> drv; // keeps the driver alive until the values are back
