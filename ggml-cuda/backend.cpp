@@ -7,6 +7,7 @@
 #include "pool-async.h"
 #include "pool-legacy.h"
 #include "pool-vmm.h"
+#include "quarantine.h"
 
 #ifdef GGML_CPOOL_HAVE_CUDA
 #    include "driver-cuda.h"
@@ -80,6 +81,12 @@ backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> d
     if (params_.vmm_reserve == 0) {
         params_.vmm_reserve = DEFAULT_VMM_RESERVE;
     }
+    for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
+        for (int s = 0; s < GGML_CPOOL_MAX_STREAMS; s++) {
+            slots_[size_t(d)][size_t(s)].stream   = params_.streams[d][s];
+            slots_[size_t(d)][size_t(s)].borrowed = params_.streams[d][s] != nullptr;
+        }
+    }
 }
 
 status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
@@ -89,6 +96,15 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
         if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_ASYNC) {
             GCP_LOG_ERROR("context: unknown pool kind %d", k);
             return INVALID_ARGUMENT;
+        }
+    }
+    for (int d = drv->device_count(); d < GGML_CPOOL_MAX_DEVICES; d++) {
+        for (void * s : params.streams[d]) {
+            if (s != nullptr) {
+                GCP_LOG_ERROR("context: a stream given for device %d, past the last (%d devices)", d,
+                              drv->device_count());
+                return INVALID_ARGUMENT;
+            }
         }
     }
     std::unique_ptr<backend> b(new backend(params, std::move(drv)));
@@ -106,22 +122,47 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
 }
 
 backend::~backend() {
-    for (auto & p : pools_) {
-        p.reset();
-    }
     for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
-        if (streams_[size_t(d)] != nullptr && drv_->stream_destroy(d, streams_[size_t(d)]) != OK) {
-            drv_->clear_error();
-            GCP_LOG_ERROR("%s pool[%d]: destroying the context's stream failed", platform_name(drv_->platform()), d);
+        for (slot & s : slots_[size_t(d)]) {
+            if (s.instance) {
+                retire(std::move(s.instance));
+            }
+            if (s.stream != nullptr && !s.borrowed) {
+                destroy_own_stream(d, s.stream);
+            }
         }
+    }
+}
+
+void backend::retire(std::unique_ptr<pool> p) {
+    // the consumer's kernels may still use the pool's buffers: they finish before memory goes back
+    const char * why = nullptr;
+    status       st  = p->synchronize();
+    if (st != OK) {
+        drv_->clear_error();
+        why = "its stream could not be synchronized (kernels may still use its memory)";
+    } else if (p->has_pins()) {
+        p->trim(); // what no graph uses goes back; the pinned buffers stay
+        why = "a captured graph still pins some of its buffers";
+    }
+    if (why == nullptr) {
+        p.reset();
+        return;
+    }
+    p->detach_stream(); // the consumer may destroy its stream once the context is gone
+    quarantine::instance().admit(std::move(p), drv_, why);
+}
+
+void backend::destroy_own_stream(int device, stream_t stream) {
+    if (drv_->stream_destroy(device, stream) != OK) {
+        drv_->clear_error();
+        GCP_LOG_ERROR("%s pool[%d]: destroying the context's stream failed", platform_name(drv_->platform()), device);
     }
 }
 
 uint64_t backend::generation() const {
     uint64_t g = 0;
-    for (auto & p : pools_) {
-        g += p ? p->stats().generation : 0;
-    }
+    each_pool([&](const pool & p) { g += p.stats().generation; });
     return g;
 }
 
@@ -131,13 +172,9 @@ status backend::pin_begin(uint64_t * graph) {
                       (unsigned long long) pinning_);
         return INVALID_ARGUMENT;
     }
+    graphs_.push_back(next_graph_);
     pinning_ = next_graph_++;
-    graphs_.push_back(pinning_);
-    for (auto & p : pools_) {
-        if (p) {
-            p->pin_begin(pinning_);
-        }
-    }
+    each_pool([&](pool & p) { p.pin_begin(pinning_); });
     *graph = pinning_;
     return OK;
 }
@@ -147,11 +184,7 @@ status backend::pin_end() {
         GCP_LOG_ERROR("context: pin_end without pin_begin");
         return INVALID_ARGUMENT;
     }
-    for (auto & p : pools_) {
-        if (p) {
-            p->pin_end();
-        }
-    }
+    each_pool([](pool & p) { p.pin_end(); });
     pinning_ = 0;
     return OK;
 }
@@ -164,38 +197,75 @@ status backend::pin_release(uint64_t graph) {
         return INVALID_ARGUMENT;
     }
     graphs_.erase(it);
-    for (auto & p : pools_) {
-        if (p) {
-            p->pin_release(graph);
-        }
-    }
+    each_pool([&](pool & p) { p.pin_release(graph); });
     return OK;
 }
 
-bool backend::valid_device(int device) const {
+bool backend::valid_slot(int device, int slot) const {
     if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
         GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
+        return false;
+    }
+    if (slot < 0 || slot >= GGML_CPOOL_MAX_STREAMS) {
+        GCP_LOG_ERROR("context: stream slot %d out of range (0..%d)", slot, GGML_CPOOL_MAX_STREAMS - 1);
         return false;
     }
     return true;
 }
 
-status backend::stream(int device, stream_t * out) {
-    if (!valid_device(device)) {
+status backend::stream(int device, int slot, stream_t * out) {
+    if (!valid_slot(device, slot)) {
         return INVALID_ARGUMENT;
     }
-    stream_t & s = streams_[size_t(device)];
-    if (s == nullptr) {
-        status st = drv_->stream_create(device, &s);
+    struct slot & s = slots_[size_t(device)][size_t(slot)];
+    if (s.stream == nullptr) {
+        stream_t own = nullptr;
+        status   st  = drv_->stream_create(device, &own);
         if (st != OK) {
             drv_->clear_error();
-            s = nullptr;
-            GCP_LOG_ERROR("%s pool[%d]: creating the context's stream failed (%s)", platform_name(drv_->platform()),
-                          device, ggml_cpool_status_str(st));
+            GCP_LOG_ERROR("%s pool[%d]: creating a stream for slot %d failed (%s)", platform_name(drv_->platform()),
+                          device, slot, ggml_cpool_status_str(st));
+            return st;
+        }
+        s.stream   = own;
+        s.borrowed = false;
+    }
+    *out = s.stream;
+    return OK;
+}
+
+status backend::set_stream(int device, int slot, stream_t stream) {
+    if (!valid_slot(device, slot)) {
+        return INVALID_ARGUMENT;
+    }
+    struct slot & s = slots_[size_t(device)][size_t(slot)];
+    if (stream == nullptr ? !s.borrowed : stream == s.stream) {
+        return OK;
+    }
+    stream_t next = stream;
+    if (next == nullptr && s.instance) { // the pool needs a stream to move to: one of the context's own
+        status st = drv_->stream_create(device, &next);
+        if (st != OK) {
+            drv_->clear_error();
+            GCP_LOG_ERROR("%s pool[%d]: creating a stream for slot %d failed (%s)", platform_name(drv_->platform()),
+                          device, slot, ggml_cpool_status_str(st));
             return st;
         }
     }
-    *out = s;
+    if (s.instance) {
+        status st = s.instance->set_stream(next);
+        if (st != OK) {
+            if (stream == nullptr) {
+                destroy_own_stream(device, next);
+            }
+            return st;
+        }
+    }
+    if (s.stream != nullptr && !s.borrowed) {
+        destroy_own_stream(device, s.stream);
+    }
+    s.stream   = next; // nullptr without a pool: created when one is needed
+    s.borrowed = stream != nullptr;
     return OK;
 }
 
@@ -233,40 +303,32 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
     return OK;
 }
 
-status backend::get_pool(int device, pool ** out) {
-    if (!valid_device(device)) {
+status backend::get_pool(int device, int slot, pool ** out) {
+    if (!valid_slot(device, slot)) {
         return INVALID_ARGUMENT;
     }
-    std::unique_ptr<pool> & p = pools_[size_t(device)];
+    std::unique_ptr<pool> & p = slots_[size_t(device)][size_t(slot)].instance;
     if (!p) {
         ggml_cpool_kind kind;
+        stream_t        s  = nullptr;
         status          st = resolve_kind(device, &kind);
+        if (st == OK) {
+            st = stream(device, slot, &s); // the pool synchronizes, detects capture and orders its calls on it
+        }
         if (st != OK) {
             return st;
         }
         if (kind == GGML_CPOOL_KIND_VMM) {
-            p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve, params_.vmm_peer_access != 0));
+            p.reset(new pool_vmm(*drv_, device, s, params_.vmm_reserve, params_.vmm_peer_access != 0));
         } else if (kind == GGML_CPOOL_KIND_ASYNC) {
-            stream_t s = nullptr;
-            st         = stream(device, &s);
-            if (st != OK) {
-                return st;
-            }
             p.reset(new pool_async(drv_, device, s));
         } else {
-            p.reset(new pool_legacy(*drv_, device, kind));
-        }
-        if (kind != GGML_CPOOL_KIND_ASYNC) {
-            // the context's stream, where consumers capture graphs: pools watch it for capture
-            stream_t s = nullptr;
-            if (stream(device, &s) == OK) {
-                p->set_stream(s);
-            }
+            p.reset(new pool_legacy(*drv_, device, kind, s));
         }
         if (pinning_ != 0) {
             p->pin_begin(pinning_);
         }
-        GCP_LOG_DEBUG("%s: %s pool created", p->name(), ggml_cpool_kind_str(kind));
+        GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), ggml_cpool_kind_str(kind), slot);
     }
     *out = p.get();
     return OK;

@@ -1,6 +1,8 @@
 #pragma once
-// A backend context: one session. Owns one pool per device, created on first use, and picks
-// each pool's kind. Memory one context frees is never handed to another.
+// A backend context: one session. Owns one pool per (device, consumer stream slot), created on
+// first use on that slot's stream, and picks each pool's kind. Memory one context frees is never
+// handed to another. The consumer's streams are borrowed, never destroyed; where a slot has none
+// the context creates one of its own.
 
 #include "driver.h"
 #include "pool.h"
@@ -25,11 +27,16 @@ class backend {
     // reads the environment once; a malformed variable fails creation
     static status create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
                          std::unique_ptr<backend> * out);
-    ~backend(); // pools release their memory by device id, whatever device is current
+    // every pool's stream is synchronized before its memory goes back, whatever device is
+    // current; what a live graph still pins, or what sits behind a stream whose synchronize
+    // failed, goes to the quarantine instead
+    ~backend();
 
-    status get_pool(int device, pool ** out);
-    // this context's stream on a device, created on first use
-    status stream(int device, stream_t * out);
+    status get_pool(int device, int slot, pool ** out);
+    // the stream of (device, slot): the borrowed one, or the context's own, created on first use
+    status stream(int device, int slot, stream_t * out);
+    // borrows the consumer's stream for (device, slot); nullptr gives the slot one of its own
+    status set_stream(int device, int slot, stream_t stream);
 
     // moves whenever any of the context's pools returns memory to the driver
     uint64_t generation() const;
@@ -39,9 +46,27 @@ class backend {
     status   pin_release(uint64_t graph);
 
   private:
+    struct slot {
+        stream_t              stream   = nullptr;
+        bool                  borrowed = false;
+        std::unique_ptr<pool> instance;
+    };
+
     backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
     status resolve_kind(int device, ggml_cpool_kind * kind);
-    bool   valid_device(int device) const;
+    bool   valid_slot(int device, int slot) const;
+    void   retire(std::unique_ptr<pool> p); // at destruction: free, or quarantine
+    void   destroy_own_stream(int device, stream_t stream);
+    // every pool of the context
+    template <typename F> void each_pool(F && f) const {
+        for (auto & device : slots_) {
+            for (auto & s : device) {
+                if (s.instance) {
+                    f(*s.instance);
+                }
+            }
+        }
+    }
 
     ggml_cpool_ctx_params                                  params_;
     std::shared_ptr<driver>                                drv_;
@@ -51,8 +76,7 @@ class backend {
     uint64_t                                               pinning_      = 0; // the open graph
     uint64_t                                               next_graph_   = 1;
     std::vector<uint64_t>                                  graphs_;           // pinned, not released
-    std::array<stream_t, GGML_CPOOL_MAX_DEVICES>           streams_{}; // destroyed after the pools
-    std::array<std::unique_ptr<pool>, GGML_CPOOL_MAX_DEVICES> pools_;
+    std::array<std::array<slot, GGML_CPOOL_MAX_STREAMS>, GGML_CPOOL_MAX_DEVICES> slots_;
 };
 
 } // namespace gcp

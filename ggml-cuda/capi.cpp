@@ -3,7 +3,9 @@
 #include "backend.h"
 #include "driver-fault.h"
 #include "driver-sim.h"
+#include "env.h"
 #include "log.h"
+#include "quarantine.h"
 
 #include <new>
 
@@ -228,17 +230,28 @@ void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
     });
 }
 
-ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out) {
+ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out) {
     if (ctx == nullptr || out == nullptr) {
         return null_arg(__func__, ctx ? "out" : "ctx");
     }
     *out = nullptr;
     return guarded(__func__, [&] {
         gcp::pool *       p  = nullptr;
-        ggml_cpool_status st = ctx->impl->get_pool(device, &p);
+        ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
         *out                 = reinterpret_cast<ggml_cpool_t>(p);
         return st;
     });
+}
+
+ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out) {
+    return ggml_cpool_ctx_get_slot_pool(ctx, device, 0, out);
+}
+
+ggml_cpool_status ggml_cpool_ctx_set_stream(ggml_cpool_ctx_t ctx, int device, int slot, void * stream) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    return guarded(__func__, [&] { return ctx->impl->set_stream(device, slot, stream); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void ** stream) {
@@ -246,7 +259,34 @@ ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void *
         return null_arg(__func__, ctx ? "stream" : "ctx");
     }
     *stream = nullptr;
-    return guarded(__func__, [&] { return ctx->impl->stream(device, stream); });
+    return guarded(__func__, [&] { return ctx->impl->stream(device, 0, stream); });
+}
+
+ggml_cpool_status ggml_cpool_driver_stream_create(ggml_cpool_driver_t driver, int device, void ** stream) {
+    if (stream == nullptr) {
+        return null_arg(__func__, "stream");
+    }
+    *stream = nullptr;
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.stream_create(device, stream); });
+}
+
+ggml_cpool_status ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, int device, void * stream) {
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.stream_destroy(device, stream); });
+}
+
+void ggml_cpool_quarantine_stats(size_t * bytes, size_t * pools) {
+    size_t b = 0, n = 0;
+    gcp::quarantine::instance().totals(&b, &n);
+    if (bytes) {
+        *bytes = b;
+    }
+    if (pools) {
+        *pools = n;
+    }
+}
+
+ggml_cpool_status ggml_cpool_quarantine_release(void) {
+    return guarded(__func__, [] { return gcp::quarantine::instance().release(); });
 }
 
 uint64_t ggml_cpool_ctx_generation(ggml_cpool_ctx_t ctx) {
@@ -274,8 +314,17 @@ ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t grap
     return guarded(__func__, [&] { return ctx->impl->pin_release(graph); });
 }
 
+static gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
+    return driver ? dynamic_cast<gcp::sim_driver *>(driver->impl.get()) : nullptr;
+}
+
+uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {
+    gcp::sim_driver * sim = as_sim(driver);
+    return sim ? sim->stream_calls(device, stream) : 0;
+}
+
 ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {
-    auto * sim = driver ? dynamic_cast<gcp::sim_driver *>(driver->impl.get()) : nullptr;
+    gcp::sim_driver * sim = as_sim(driver);
     if (sim == nullptr) {
         GCP_LOG_ERROR("%s: not a sim driver", __func__);
         return GGML_CPOOL_STATUS_UNSUPPORTED;
@@ -334,6 +383,14 @@ int ggml_cpool_get_device(ggml_cpool_t pool) {
 
 void ggml_cpool_log_set(ggml_cpool_log_callback callback, void * user_data) {
     gcp::log_set(callback, user_data);
+}
+
+ggml_cpool_log_level ggml_cpool_log_threshold(void) {
+    return gcp::env_log_level();
+}
+
+const char * ggml_cpool_last_error(void) {
+    return gcp::last_error();
 }
 
 const char * ggml_cpool_status_str(ggml_cpool_status status) {

@@ -31,6 +31,9 @@ sim_driver::~sim_driver() {
         for (auto & r : d.reservations) {
             munmap(reinterpret_cast<void *>(r.first), r.second);
         }
+        for (auto & g : d.graph_allocs) {
+            munmap(g.first, g.second.size);
+        }
     }
 }
 
@@ -87,10 +90,20 @@ bool sim_driver::async_supported(int device) const {
     return valid(device) && params_.async_supported != 0 && params_.platform != GGML_CPOOL_PLATFORM_HIP;
 }
 
-sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
-    if (!async_supported(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+sim_driver::device_state::stream_state * sim_driver::find_stream(int device, stream_t stream) {
+    if (!valid(device)) {
         return nullptr;
     }
+    auto it = devices_[size_t(device)].streams.find(stream);
+    return it == devices_[size_t(device)].streams.end() ? nullptr : &it->second;
+}
+
+sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
+    device_state::stream_state * s = async_supported(device) ? find_stream(device, stream) : nullptr;
+    if (s == nullptr) {
+        return nullptr;
+    }
+    s->calls++;
     return devices_[size_t(device)].mempool.get();
 }
 
@@ -99,32 +112,43 @@ status sim_driver::do_stream_create(int device, stream_t * stream) {
     if (!valid(device)) {
         return INVALID_ARGUMENT;
     }
-    *stream                                  = reinterpret_cast<stream_t>(next_stream_++);
-    devices_[size_t(device)].streams[*stream] = false;
+    *stream                                   = reinterpret_cast<stream_t>(next_stream_++);
+    devices_[size_t(device)].streams[*stream] = {};
     return OK;
 }
 
 status sim_driver::stream_capturing(int device, stream_t stream, bool * capturing) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
         return INVALID_ARGUMENT;
     }
-    *capturing = devices_[size_t(device)].streams[stream];
+    *capturing = s->capturing;
     return OK;
 }
 
 status sim_driver::set_capturing(int device, stream_t stream, bool capturing) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
         return INVALID_ARGUMENT;
     }
-    devices_[size_t(device)].streams[stream] = capturing;
+    s->capturing = capturing;
     return OK;
+}
+
+uint64_t sim_driver::stream_calls(int device, stream_t stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return 0;
+    }
+    auto it = devices_[size_t(device)].streams.find(stream);
+    return it == devices_[size_t(device)].streams.end() ? 0 : it->second.calls;
 }
 
 status sim_driver::do_stream_destroy(int device, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || devices_[size_t(device)].streams.erase(stream) == 0) {
+    if (!valid(device) || stream == nullptr || devices_[size_t(device)].streams.erase(stream) == 0) {
         return INVALID_ARGUMENT;
     }
     return OK;
@@ -136,20 +160,50 @@ status sim_driver::do_malloc_async(int device, size_t size, stream_t stream, voi
     if (pool == nullptr || size == 0) {
         return INVALID_ARGUMENT;
     }
-    return pool->alloc(devices_[size_t(device)].arena, size, stream, ptr);
+    device_state & d = devices_[size_t(device)];
+    if (!d.streams[stream].capturing) {
+        return pool->alloc(d.arena, size, stream, ptr);
+    }
+    // a memory node of the graph being captured: device memory of the graph's, not the pool's
+    size_t bytes  = round_up(size, ALIGNMENT);
+    size_t offset = 0;
+    if (!d.arena.take(bytes, &offset)) {
+        return OUT_OF_MEMORY;
+    }
+    void * p = map_pages(bytes, PROT_READ | PROT_WRITE);
+    if (p == nullptr) {
+        d.arena.give(offset, bytes);
+        return OUT_OF_MEMORY;
+    }
+    d.graph_allocs[p] = { offset, bytes };
+    *ptr              = p;
+    return OK;
 }
 
 status sim_driver::do_free_async(int device, void * ptr, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     sim_mempool *               pool = stream_pool(device, stream);
-    return pool ? pool->free(ptr, stream) : INVALID_ARGUMENT;
+    if (pool == nullptr) {
+        return INVALID_ARGUMENT;
+    }
+    device_state & d     = devices_[size_t(device)];
+    auto           graph = d.graph_allocs.find(ptr);
+    if (graph != d.graph_allocs.end()) {
+        munmap(ptr, graph->second.size);
+        d.arena.give(graph->second.offset, graph->second.size);
+        d.graph_allocs.erase(graph);
+        return OK;
+    }
+    return pool->free(ptr, stream);
 }
 
 status sim_driver::do_stream_synchronize(int device, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || devices_[size_t(device)].streams.count(stream) == 0) {
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
         return INVALID_ARGUMENT;
     }
+    s->calls++;
     // host work is complete; the stream-ordered pool (where there is one) sees its frees
     device_state & d = devices_[size_t(device)];
     d.mempool->synchronize(d.arena);
@@ -339,7 +393,8 @@ size_t sim_driver::outstanding() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t n = 0;
     for (const device_state & d : devices_) {
-        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks();
+        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks() +
+             d.graph_allocs.size();
     }
     return n;
 }

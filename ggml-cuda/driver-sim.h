@@ -32,6 +32,8 @@ class sim_driver final : public driver {
     status              stream_capturing(int device, stream_t stream, bool * capturing) override;
     // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
     status              set_capturing(int device, stream_t stream, bool capturing);
+    // stream-ordered calls made on a stream (0 for an unknown one)
+    uint64_t            stream_calls(int device, stream_t stream) const;
     size_t              vmm_granularity(int /*device*/) const override { return params_.granularity; }
     size_t              outstanding() const override;
     size_t              used(int device) const override;
@@ -74,13 +76,24 @@ class sim_driver final : public driver {
         std::map<uintptr_t, size_t>            reservations; // base -> bytes
         std::map<uintptr_t, vmm_handle>        mappings;     // mapped base -> handle
         std::unique_ptr<sim_mempool>           mempool = std::make_unique<sim_mempool>();
-        std::map<stream_t, bool>               streams;      // stream -> capturing
+        struct stream_state {
+            bool     capturing = false;
+            uint64_t calls     = 0; // stream-ordered calls made on it
+        };
+        // every stream created, and nullptr: the default stream, which always exists
+        std::map<stream_t, stream_state>       streams{ { nullptr, {} } };
+        // stream-ordered allocations made while their stream was capturing: the graph's memory,
+        // outside the stream-ordered pool, as CUDA's graph memory nodes are
+        std::unordered_map<void *, block>      graph_allocs;
     };
 
     bool     valid(int device) const { return device >= 0 && device < params_.device_count; }
     bool     in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
-    // the device's mempool after checking device and stream; nullptr when either is unknown
+    // the device's mempool after checking device and stream, counting a call on the stream;
+    // nullptr when either is unknown
     sim_mempool * stream_pool(int device, stream_t stream);
+    // the state of a known stream, or nullptr
+    device_state::stream_state * find_stream(int device, stream_t stream);
 
     ggml_cpool_sim_params                          params_;
     mutable std::mutex                             mutex_;

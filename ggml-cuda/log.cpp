@@ -4,6 +4,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace gcp {
@@ -13,6 +14,10 @@ namespace {
 std::mutex              g_mutex; // guards the callback pair and serializes lines
 ggml_cpool_log_callback g_callback  = nullptr;
 void *                  g_user_data = nullptr;
+
+constexpr size_t LINE_MAX_BYTES = 1024;
+// a failing call's reason, for a consumer that reports it where it gives up (an abort message)
+thread_local char t_last_error[LINE_MAX_BYTES] = "";
 
 void log_stderr(ggml_cpool_log_level level, const char * text) {
     if (level >= env_log_level()) {
@@ -24,7 +29,7 @@ void log_stderr(ggml_cpool_log_level level, const char * text) {
 } // namespace
 
 void log(ggml_cpool_log_level level, const char * fmt, ...) {
-    char    text[1024];
+    char    text[LINE_MAX_BYTES];
     va_list args;
     va_start(args, fmt);
     int n = vsnprintf(text, sizeof(text) - 1, fmt, args);
@@ -33,6 +38,10 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
         return;
     }
     size_t len = size_t(n) < sizeof(text) - 2 ? size_t(n) : sizeof(text) - 2;
+    if (level >= GGML_CPOOL_LOG_WARN) {
+        memcpy(t_last_error, text, len);
+        t_last_error[len] = '\0';
+    }
     text[len]     = '\n';
     text[len + 1] = '\0';
 
@@ -42,6 +51,10 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
     } else {
         log_stderr(level, text);
     }
+}
+
+const char * last_error() {
+    return t_last_error;
 }
 
 void log_set(ggml_cpool_log_callback callback, void * user_data) {

@@ -12,6 +12,9 @@ void log(ggml_cpool_log_level level, const char * fmt, ...);
 
 void log_set(ggml_cpool_log_callback callback, void * user_data);
 
+// the calling thread's last warning or error line, without its newline
+const char * last_error();
+
 } // namespace gcp
 
 #define GCP_LOG_DEBUG(...) ::gcp::log(GGML_CPOOL_LOG_DEBUG, __VA_ARGS__)

@@ -8,9 +8,8 @@
 namespace gcp {
 
 pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream) :
-    pool(*drv, device, GGML_CPOOL_KIND_ASYNC),
+    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream),
     owner_(std::move(drv)) {
-    stream_ = stream;
     warm_record::instance().acquire(owner_, device_);
     observe();
 }
@@ -18,7 +17,7 @@ pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream)
 pool_async::~pool_async() {
     release_live();
     drain(true);
-    if (drv_.stream_synchronize(device_, stream_) != OK) {
+    if (synchronize() != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: synchronizing the stream before release failed", name());
     }
@@ -54,24 +53,36 @@ size_t pool_async::cached_bytes() const {
     return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
 }
 
+status pool_async::alloc_in_capture(size_t bytes, void ** ptr) {
+    captured_.reserve(captured_.size() + 1); // its record cannot fail once the graph holds the node
+    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
+    if (st != OK) {
+        // no synchronize or trim is legal here to make room
+        drv_.clear_error();
+        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed during graph capture (%s)", name(), to_mib(bytes),
+                     ggml_cpool_status_str(st));
+        return st;
+    }
+    captured_.push_back(*ptr);
+    stats_.hits++; // no memory from the device pool: the graph's memory pool serves it at each launch
+    return OK;
+}
+
 status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
     if (capturing()) {
-        // a stream-ordered allocation in a capture becomes the graph's own memory, which the
-        // pool could neither hand out nor free like its others
-        GCP_LOG_WARN("%s: async alloc of %.2f MiB refused during graph capture: allocate before capturing, or use "
-                     "the legacy or VMM kind for captured graphs",
-                     name(), to_mib(size));
-        return UNSUPPORTED;
+        status st = alloc_in_capture(bytes, ptr);
+        *actual   = st == OK ? bytes : 0;
+        return st;
     }
     drain();
-    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
-    status st    = drv_.malloc_async(device_, bytes, stream_, ptr);
+    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
         drv_.clear_error();
         GCP_LOG_DEBUG("%s: async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
                       name(), to_mib(bytes));
-        st = drv_.stream_synchronize(device_, stream_);
+        st = synchronize();
         if (st == OK) {
             st = drv_.pool_trim(device_, 0);
         }
@@ -92,6 +103,16 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
 }
 
 void pool_async::do_free(void * ptr, size_t actual) {
+    auto graph_memory = std::find(captured_.begin(), captured_.end(), ptr);
+    if (graph_memory != captured_.end()) {
+        // the graph's own memory: freed in the stream's order, as the graph's free node while the
+        // capture lasts (an allocation that outlives its capture is freed after it, also legal)
+        captured_.erase(graph_memory);
+        if (!free_now(ptr, actual)) {
+            deferred_.push_back({ ptr, actual });
+        }
+        return;
+    }
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
@@ -126,7 +147,7 @@ status pool_async::trim() {
         return UNSUPPORTED;
     }
     drain();
-    status st = drv_.stream_synchronize(device_, stream_);
+    status st = synchronize();
     if (st == OK) {
         st = drv_.pool_trim(device_, 0);
     }

@@ -1,8 +1,10 @@
 #pragma once
 // Async pool: the driver's stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on the
-// context's stream, from the device's default pool), kept warm by warm_record. Live bytes are
+// pool's stream, from the device's default pool), kept warm by warm_record. Live bytes are
 // this pool's own; reserved and cached come from the device pool's attributes, which every
-// async context on the device shares.
+// async context on the device shares. During a capture of the stream an allocation is a
+// stream-ordered call like any other: it becomes a memory node of the graph, which owns that
+// memory from then on (allocated at each launch, freed by the graph's free node).
 
 #include "pool.h"
 
@@ -22,6 +24,7 @@ class pool_async final : public pool {
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) override;
     size_t cached_bytes() const override;
+    size_t held_bytes() const override { return stats_.live_bytes + deferred_bytes(); }
     size_t deferred_bytes() const;
 
   private:
@@ -31,6 +34,9 @@ class pool_async final : public pool {
     // shrinkage as memory given back (the generation moves)
     bool   observe();
     void   on_unpinned() override { drain(); }
+    void   on_stream_change() override { drain(); }
+    // an allocation while the stream is capturing: a memory node of the graph
+    status alloc_in_capture(size_t bytes, void ** ptr);
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
     void   drain(bool force = false);
     bool   free_now(void * ptr, size_t actual);
@@ -42,6 +48,9 @@ class pool_async final : public pool {
     // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
     std::vector<deferred> deferred_;
+    // allocated during a capture (graph memory) and not yet freed: their free is always
+    // stream-ordered at once, a free node while the capture lasts
+    std::vector<void *>   captured_;
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
 };

@@ -65,9 +65,9 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
         return OUT_OF_MEMORY;
     }
     // queued kernels may still use cached buffers: let them finish before any goes back. The
-    // context's own stream, not the device: a device-wide synchronize would break a graph
-    // capture that another context runs on this device
-    status st = stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
+    // pool's stream, not the device: a device-wide synchronize would break a graph capture that
+    // another context runs on this device
+    status st = synchronize();
     if (st != OK) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: synchronize before reclaim failed (%s); nothing freed", name(), ggml_cpool_status_str(st));

@@ -20,7 +20,7 @@ class pool_legacy final : public pool {
     // room for the next few requests instead of failing again one buffer later
     static constexpr size_t RECLAIM_FACTOR     = 3;
 
-    pool_legacy(driver & drv, int device, ggml_cpool_kind kind) : pool(drv, device, kind) {}
+    pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) : pool(drv, device, kind, stream) {}
     ~pool_legacy() override;
 
     status trim() override;

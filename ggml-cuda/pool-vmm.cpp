@@ -6,8 +6,8 @@
 
 namespace gcp {
 
-pool_vmm::pool_vmm(driver & drv, int device, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM),
+pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream),
     peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)),
     reserve_size_(round_up(std::min(reserve_size, MAX_REQUEST), granularity_)) {}

@@ -15,7 +15,7 @@ class pool_vmm final : public pool {
     static constexpr size_t ALIGNMENT = 128; // ggml's: keeps every tensor's vector loads aligned
 
     // peer_access: map for every peer device that can reach this one, too
-    pool_vmm(driver & drv, int device, size_t reserve_size, bool peer_access);
+    pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access);
     ~pool_vmm() override;
 
     // unmaps the physical chunks wholly above the stack top

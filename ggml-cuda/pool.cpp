@@ -102,6 +102,31 @@ void pool::pin_release(uint64_t graph) {
     on_unpinned();
 }
 
+status pool::synchronize() {
+    return stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
+}
+
+status pool::set_stream(stream_t stream) {
+    if (stream == stream_) {
+        return OK;
+    }
+    if (capturing()) {
+        log_capture_refusal("switching streams refused");
+        return UNSUPPORTED;
+    }
+    on_stream_change();
+    // the old stream's kernels may still use buffers the new stream would be handed
+    status st = synchronize();
+    if (st != OK) {
+        drv_.clear_error();
+        GCP_LOG_ERROR("%s: synchronizing the previous stream failed (%s); the pool stays on it", name(),
+                      ggml_cpool_status_str(st));
+        return st;
+    }
+    stream_ = stream;
+    return OK;
+}
+
 bool pool::capturing() {
     if (stream_ == nullptr) {
         return false;

@@ -11,7 +11,12 @@ namespace gcp {
 
 class pool {
   public:
-    pool(driver & drv, int device, ggml_cpool_kind kind) : drv_(drv), device_(device), kind_(kind) {}
+    // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
+        stream_(stream),
+        drv_(drv),
+        device_(device),
+        kind_(kind) {}
     virtual ~pool() = default;
 
     pool(const pool &)             = delete;
@@ -25,14 +30,23 @@ class pool {
     virtual status trim() = 0;
 
     ggml_cpool_stats stats() const;
+    // device memory the pool holds for itself (kept whole when the pool is quarantined)
+    virtual size_t   held_bytes() const { return stats_.reserved_bytes; }
 
-    // the context's stream on this device: capture is detected on it
-    void set_stream(stream_t stream) { stream_ = stream; }
+    // moves the pool to another stream once the current one has finished with its buffers;
+    // UNSUPPORTED while the current one is capturing a graph
+    status   set_stream(stream_t stream);
+    stream_t stream() const { return stream_; }
+    // waits for the work queued on the pool's stream (on the whole device where it has none)
+    status   synchronize();
+    // forgets the stream, which its owner may destroy now: synchronize and free act on the device
+    void     detach_stream() { stream_ = nullptr; }
     // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
     // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
     void pin_begin(uint64_t graph) { pinning_ = graph; }
     void pin_end() { pinning_ = 0; }
     void pin_release(uint64_t graph);
+    bool has_pins() const { return !pins_.empty(); }
     ggml_cpool_kind          kind() const { return kind_; }
     int                      device() const { return device_; }
     // "CUDA pool[0]" or "HIP pool[1]", the prefix of this pool's log lines
@@ -64,6 +78,8 @@ class pool {
     void   log_capture_refusal(const char * what);  // e.g. "trim refused"
     // some buffers lost their last pin
     virtual void on_unpinned() {}
+    // the stream is about to change: what is queued for the old one goes there first
+    virtual void on_stream_change() {}
 
     stream_t stream_ = nullptr;
 

@@ -26,6 +26,8 @@ extern "C" {
 #endif
 
 #define GGML_CPOOL_MAX_DEVICES 16
+// consumer stream slots per device, each with a pool of its own (ggml keeps up to 8 streams a device)
+#define GGML_CPOOL_MAX_STREAMS 8
 
 // alloc flag: the caller expects this request to keep growing (flash-attention K/V f16
 // conversion buffers grow with the context), so a miss allocates 2x for headroom
@@ -105,6 +107,9 @@ struct ggml_cpool_ctx_params {
     enum ggml_cpool_kind         kind[GGML_CPOOL_MAX_DEVICES]; // AUTO leaves the choice to the environment
     size_t                       vmm_reserve;  // virtual range reserved per VMM pool, bytes
     int                          vmm_peer_access; // VMM pools also map their memory for every peer device that can reach it
+    // optional: the consumer's streams to borrow (cudaStream_t), per device and slot; NULL: the
+    // context creates a stream of its own for that slot when it needs one
+    void *                       streams[GGML_CPOOL_MAX_DEVICES][GGML_CPOOL_MAX_STREAMS];
 };
 
 struct ggml_cpool_stats {
@@ -159,8 +164,15 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_create (const struct 
 GGML_CPOOL_API void                         ggml_cpool_ctx_free   (ggml_cpool_ctx_t ctx); // releases every device's memory
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out);
 GGML_CPOOL_API ggml_cpool_driver_t          ggml_cpool_ctx_driver (ggml_cpool_ctx_t ctx); // borrowed
-// the context's stream on a device (a cudaStream_t), created on first use: launch the kernels
-// that use the async pool's buffers on it
+// consumer streams: the pool of (device, slot) synchronizes, checks capture and orders its
+// stream-ordered calls on that slot's stream, the one the consumer launches its kernels on.
+// set_stream borrows a consumer's stream (never destroyed by the module; NULL gives the slot a
+// stream of the context's own); a slot whose pool already exists switches after its previous
+// stream is synchronized. Destroying the context synchronizes every stream before memory goes back.
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_set_stream   (ggml_cpool_ctx_t ctx, int device, int slot, void * stream);
+// the pool of (device, slot), created on first use; ggml_cpool_ctx_get_pool is slot 0
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out);
+// the stream of (device, 0): the borrowed one, or the context's own, created on first use
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_stream (ggml_cpool_ctx_t ctx, int device, void ** stream);
 
 // CUDA graphs: a graph captured on the context's stream keeps using the scratch buffers it was
@@ -174,6 +186,18 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_end    (ggml_cpoo
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph);
 // the sim driver's stand-in for cudaStreamBeginCapture/EndCapture (UNSUPPORTED on other drivers)
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing);
+// the sim driver's count of stream-ordered calls on a stream: allocations, frees, synchronizes (0 on other drivers)
+GGML_CPOOL_API uint64_t                     ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream);
+// a stream of the driver's device, for a consumer that has none (any driver, the sim one included)
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_create (ggml_cpool_driver_t driver, int device, void ** stream);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, int device, void * stream);
+
+// quarantine: a context destroyed while a captured graph still pins some of its memory, or while
+// a stream's synchronize fails, keeps that memory here instead of freeing it (one log line says
+// why). quarantine_release synchronizes each device and frees what is held (call it once the
+// graphs are gone); what still fails to synchronize stays.
+GGML_CPOOL_API void                         ggml_cpool_quarantine_stats  (size_t * bytes, size_t * pools);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_quarantine_release(void);
 
 // pools
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc     (ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size);
@@ -186,6 +210,10 @@ GGML_CPOOL_API int                          ggml_cpool_get_device(ggml_cpool_t p
 
 // logging: every line goes to the callback; the default prints GGML_CUDA_POOL_LOG level and above to stderr
 GGML_CPOOL_API void                         ggml_cpool_log_set   (ggml_cpool_log_callback callback, void * user_data);
+// the level GGML_CUDA_POOL_LOG asks for (warn by default): what a forwarding callback should pass on
+GGML_CPOOL_API enum ggml_cpool_log_level    ggml_cpool_log_threshold(void);
+// the calling thread's last warning or error line, without its newline ("" when there is none)
+GGML_CPOOL_API const char *                 ggml_cpool_last_error(void);
 GGML_CPOOL_API const char *                 ggml_cpool_status_str(enum ggml_cpool_status status);
 GGML_CPOOL_API const char *                 ggml_cpool_kind_str  (enum ggml_cpool_kind kind);
 

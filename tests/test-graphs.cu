@@ -5,6 +5,10 @@
 // pool keeps reclaiming. Every replay is checked against a CPU reference. The negative control
 // lets B allocate from A's pool, as a shared pool would: B's writes land in A's graph buffer
 // and the same check fails.
+// The async kind under capture: A's scratch is allocated and freed inside the capture, so it is
+// the graph's own memory (memory nodes), while B allocates from the device's stream-ordered pool
+// and writes concurrently with every replay. Its control takes A's scratch from the pool before
+// the capture and frees it after, unpinned: B is handed that block and corrupts the replays.
 
 #include "cuda-check.h"
 #include "harness.h"
@@ -37,10 +41,19 @@ __global__ void write_scratch(const float * in, float * scratch, int n) {
     }
 }
 
-// B's work: overwrite its buffer
-__global__ void scribble(float * buf, int n, float value) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        buf[i] = value;
+// B's work: overwrite its buffer, `rounds` times over (long enough to overlap A's replay)
+__global__ void scribble(float * buf, int n, float value, int rounds = 1) {
+    for (int r = 0; r < rounds; r++) {
+        for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+            buf[i] = value;
+        }
+    }
+}
+
+// holds the stream between A's write and read, so that B's concurrent writes have a window
+__global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {
     }
 }
 
@@ -172,6 +185,130 @@ TEST_F(Graphs, EveryReplayIsCorrectWithTheGraphsBuffersPinned) {
 TEST_F(Graphs, NegativeControlSharingOnePoolCorruptsTheReplays) {
     int correct = run(pool_of(a_), false); // B allocates from A's pool: what isolation prevents
     printf("negative control (one shared pool): %d of %d correct\n", correct, REPLAYS);
+    EXPECT_LT(correct, REPLAYS) << "the control must fail the check, or the test proves nothing";
+}
+
+class AsyncGraphs : public testing::Test {
+  protected:
+    static constexpr long long SPIN_CYCLES = 200000; // ~0.1 ms: B's writes get a window inside each replay
+    static constexpr int       ROUNDS      = 64;     // B's scribble outlasts the window
+
+    void SetUp() override {
+        std::string why;
+        drv_ = make_cuda_driver(&why);
+        if (drv_ == nullptr) {
+            GTEST_SKIP() << why;
+        }
+        a_ = make_ctx(drv_, GGML_CPOOL_KIND_ASYNC);
+        b_ = make_ctx(drv_, GGML_CPOOL_KIND_ASYNC);
+        ASSERT_EQ(ggml_cpool_ctx_stream(a_, 0, &sa_), GGML_CPOOL_STATUS_OK);
+        ASSERT_EQ(ggml_cpool_ctx_stream(b_, 0, &sb_), GGML_CPOOL_STATUS_OK);
+        CHECK_CUDA(cudaMalloc(&in_, BYTES));
+        CHECK_CUDA(cudaMalloc(&out_, BYTES));
+        host_in_.resize(N);
+        for (int i = 0; i < N; i++) {
+            host_in_[i] = float(i % 1000) * 0.25f - 3.0f;
+        }
+        CHECK_CUDA(cudaMemcpy(in_, host_in_.data(), BYTES, cudaMemcpyHostToDevice));
+    }
+    void TearDown() override {
+        if (drv_ == nullptr) {
+            return;
+        }
+        cudaFree(in_);
+        cudaFree(out_);
+        ggml_cpool_ctx_free(a_);
+        ggml_cpool_ctx_free(b_);
+        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
+        ggml_cpool_driver_release(drv_);
+    }
+
+    static size_t graph_mem(cudaGraphMemAttributeType what) {
+        size_t value = 0;
+        EXPECT_EQ(cudaDeviceGetGraphMemAttribute(0, what, &value), cudaSuccess);
+        return value;
+    }
+
+    // A's graph: scratch = 2 * in, a pause, out = scratch + 1. `in_capture`: the scratch is
+    // allocated and freed inside the capture; else taken before it and freed after it (the
+    // control). Returns the number of correct replays while B writes concurrently.
+    int run(bool in_capture, size_t * graph_reserved) {
+        cudaStream_t sa = static_cast<cudaStream_t>(sa_), sb = static_cast<cudaStream_t>(sb_);
+        ggml_cpool_t a_pool = pool_of(a_), b_pool = pool_of(b_);
+        const int    blocks = (N + THREADS - 1) / THREADS;
+        buf          outside;
+        if (!in_capture) {
+            outside = alloc(a_pool, BYTES);
+        }
+        cudaGraph_t graph = nullptr;
+        EXPECT_EQ(cudaStreamBeginCapture(sa, cudaStreamCaptureModeRelaxed), cudaSuccess);
+        buf scratch = in_capture ? alloc(a_pool, BYTES) : outside;
+        write_scratch<<<blocks, THREADS, 0, sa>>>(in_, static_cast<float *>(scratch.ptr), N);
+        spin<<<1, 1, 0, sa>>>(SPIN_CYCLES);
+        read_scratch<<<blocks, THREADS, 0, sa>>>(static_cast<float *>(scratch.ptr), out_, N);
+        if (in_capture) {
+            release(a_pool, scratch); // the graph's free node
+        }
+        EXPECT_EQ(cudaStreamEndCapture(sa, &graph), cudaSuccess);
+        if (!in_capture) {
+            release(a_pool, outside); // back to the device pool while the graph still uses it
+        }
+        cudaGraphExec_t exec = nullptr;
+        EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+
+        std::vector<float> host_out(N);
+        int                correct = 0;
+        for (int r = 0; r < REPLAYS; r++) {
+            // B: a buffer from the device pool, written while A replays (no synchronize between)
+            void * p   = nullptr;
+            size_t got = 0;
+            EXPECT_EQ(ggml_cpool_alloc(b_pool, BYTES, 0, &p, &got), GGML_CPOOL_STATUS_OK);
+            scribble<<<64, THREADS, 0, sb>>>(static_cast<float *>(p), int(got / sizeof(float)), -1.0e6f, ROUNDS);
+            EXPECT_EQ(cudaGraphLaunch(exec, sa), cudaSuccess);
+            EXPECT_EQ(ggml_cpool_free(b_pool, p, got), GGML_CPOOL_STATUS_OK);
+            EXPECT_EQ(cudaMemcpyAsync(host_out.data(), out_, BYTES, cudaMemcpyDeviceToHost, sa), cudaSuccess);
+            EXPECT_EQ(cudaStreamSynchronize(sa), cudaSuccess);
+            EXPECT_EQ(cudaStreamSynchronize(sb), cudaSuccess); // lets B be handed what was freed
+            bool ok = true;
+            for (int i = 0; i < N && ok; i++) {
+                ok = host_out[i] == 2.0f * host_in_[i] + 1.0f;
+            }
+            correct += ok;
+        }
+        *graph_reserved = graph_mem(cudaGraphMemAttrReservedMemCurrent); // while the graph lives
+        EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+        EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+        EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+        return correct;
+    }
+
+    ggml_cpool_driver_t drv_ = nullptr;
+    ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
+    void *              sa_ = nullptr, * sb_ = nullptr;
+    float *             in_ = nullptr, * out_ = nullptr;
+    std::vector<float>  host_in_;
+};
+
+TEST_F(AsyncGraphs, GraphMemoryKeepsEveryReplayCorrectAndGoesWithTheGraph) {
+    size_t alive   = 0;
+    int    correct = run(true, &alive);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaDeviceGraphMemTrim(0), cudaSuccess);
+    const size_t used = graph_mem(cudaGraphMemAttrUsedMemCurrent), reserved = graph_mem(cudaGraphMemAttrReservedMemCurrent);
+    printf("async graph replays: %d of %d correct; graph memory reserved %zu bytes while the graph lived, %zu once "
+           "it was destroyed and trimmed (%zu in use)\n",
+           correct, REPLAYS, alive, reserved, used);
+    EXPECT_EQ(correct, REPLAYS);
+    EXPECT_GE(alive, BYTES) << "the scratch was the graph's memory";
+    EXPECT_EQ(used, 0u) << "graph memory is released with the graph";
+    EXPECT_EQ(reserved, 0u);
+}
+
+TEST_F(AsyncGraphs, NegativeControlPoolMemoryFreedUnderALiveGraphCorruptsTheReplays) {
+    size_t alive   = 0;
+    int    correct = run(false, &alive);
+    printf("async negative control (scratch from the pool, freed under the graph): %d of %d correct\n", correct,
+           REPLAYS);
     EXPECT_LT(correct, REPLAYS) << "the control must fail the check, or the test proves nothing";
 }
 
