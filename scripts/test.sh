@@ -6,19 +6,22 @@
 #   fuzz   the libFuzzer target (clang) for FUZZ_SECONDS (60) over tests/fuzz/corpus
 #   hip    the HIP variant built with Debian's hipcc (library, tests, tools; no AMD GPU here, so
 #          the unit label runs on the sim driver and the gpu label reports SKIPPED)
+#   llama  the llama.cpp integration patch applies to the pinned snapshot and the adapter compiles
+#          with nvcc against the patched ggml-cuda headers (scripts/llama-check.sh)
 # scripts/test.sh [job...]   (default: all); extra CMake arguments in CMAKE_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 jobs=("$@")
-[ ${#jobs[@]} -eq 0 ] && jobs=(main asan tsan fuzz hip)
+[ ${#jobs[@]} -eq 0 ] && jobs=(main asan tsan fuzz hip llama)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=$(nproc)
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
+[[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)
 need_packages "${packages[@]}" || { echo "test.sh: cannot install ${packages[*]}: no job runs" >&2; exit 1; }
 
 passed=0
@@ -77,6 +80,16 @@ for job in "${jobs[@]}"; do
             command -v hipcc >/dev/null || { echo "hip: hipcc is not installed" >&2; exit 1; }
             CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER=hipcc -DCMAKE_C_COMPILER=clang" \
                 ctest_job hip build-hip 'unit|gpu' -DGGML_HIP=ON -DCMAKE_CXX_FLAGS=--offload-arch=gfx90a ;;
+        llama)
+            echo "== llama =="
+            rc=0
+            bash scripts/llama-check.sh || rc=$?
+            case $rc in
+                0) passed=$((passed + 1)); summary+=("llama: the patch applies, the adapter compiles") ;;
+                2) skipped=$((skipped + 1)); summary+=("llama: SKIPPED (no llama.cpp snapshot)") ;;
+                *) failed=$((failed + 1)); summary+=("llama: FAILED (build-llama-check/)") ;;
+            esac
+            ;;
         *) echo "unknown job: $job" >&2; exit 2 ;;
     esac
 done
