@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Tables from the results scripts/llama.sh leaves in a directory (Markdown on stdout):
+test-backend-ops pass counts, greedy outputs, fault runs, and llama-bench t/s per configuration
+with each pool's statistics (GGML_CUDA_POOL_STATS lines, one per pool at its destruction).
+
+The k-th backend context of a llama-bench run belongs to its k-th test, since llama-bench makes
+one llama context per test: the stats lines name their context (session=k), which maps them.
+
+    scripts/llama-summary.py /tmp/llama-work/results
+"""
+import glob
+import hashlib
+import json
+import os
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+BASELINE = "ggml"
+STATS = re.compile(r"ggml-cuda-pool stats: (.*)")
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def configs_of(results, prefix, suffix):
+    names = []
+    for p in sorted(glob.glob(os.path.join(results, prefix + "*" + suffix))):
+        names.append(os.path.basename(p)[len(prefix):-len(suffix)])
+    return names
+
+
+def stats_lines(path):
+    """session -> list of {key: value} per pool"""
+    out = defaultdict(list)
+    if not os.path.exists(path):
+        return out
+    for line in read(path).splitlines():
+        m = STATS.search(line)
+        if not m:
+            continue
+        kv = dict(item.split("=", 1) for item in m.group(1).split())
+        out[int(kv["session"])].append(kv)
+    return out
+
+
+def ops(results):
+    rows = []
+    for c in configs_of(results, "ops-", ".txt"):
+        text = read(os.path.join(results, f"ops-{c}.txt"))
+        tests = re.search(r"(\d+)/(\d+) tests passed", text)
+        backends = re.search(r"(\d+)/(\d+) backends passed", text)
+        rc = re.search(r"exit (\d+)", text)
+        rows.append((c, tests.group(0) if tests else "?", backends.group(0) if backends else "?",
+                     rc.group(1) if rc else "?"))
+    if rows:
+        print("### test-backend-ops -b CUDA0\n")
+        print("| configuration | tests | backends | exit |\n|---|---|---|---|")
+        for r in rows:
+            print("| %s | %s | %s | %s |" % r)
+        print()
+
+
+def completions(results):
+    rows = []
+    for p in sorted(glob.glob(os.path.join(results, "completion-*.txt"))):
+        tag = os.path.basename(p)[len("completion-"):-len(".txt")]
+        text = read(p)
+        log = read(p[:-4] + ".log") if os.path.exists(p[:-4] + ".log") else ""
+        lines = [l for l in log.splitlines() if re.search(r"injected|reclaim|retry|freeing all|ggml-cuda-pool:", l)]
+        rows.append((tag, hashlib.md5(text.encode()).hexdigest()[:12], len(text), len(lines),
+                     lines[-1].strip()[:100] if lines else ""))
+    if rows:
+        print("### llama-completion, greedy\n")
+        print("| run | output md5 | chars | pool lines | last pool line |\n|---|---|---|---|---|")
+        for r in rows:
+            print("| %s | `%s` | %d | %d | %s |" % r)
+        print()
+
+
+def spread(values):
+    med = statistics.median(values)
+    return med, (max(values) - min(values)) / med * 100 if med else 0.0
+
+
+def bench(results):
+    runs = defaultdict(list)   # (model, kv, test, depth) -> config -> samples
+    pools = defaultdict(list)  # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing)]
+    for path in sorted(glob.glob(os.path.join(results, "bench-*.jsonl"))):
+        m = re.match(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl", os.path.basename(path))
+        if not m:
+            continue
+        model, kv, config, _ = m.groups()
+        sessions = stats_lines(path[:-len(".jsonl")] + ".stats")
+        for k, line in enumerate(read(path).splitlines(), start=1):
+            t = json.loads(line)
+            test = f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
+            key = (model, kv, test, t["n_depth"])
+            runs[key].setdefault(config, []).extend(t["samples_ts"])
+            if k in sessions:
+                ps = sessions[k]
+                pools[key + (config,)].append((
+                    sum(float(p["peak_live_mib"]) for p in ps),
+                    sum(float(p["peak_reserved_mib"]) for p in ps),
+                    sum(int(p["driver_allocs"]) for p in ps),
+                    max(float(p["growing_peak_buffer_mib"]) / float(p["growing_peak_request_mib"])
+                        if float(p["growing_peak_request_mib"]) else 0.0 for p in ps)))
+    if not runs:
+        return
+    configs = sorted({c for v in runs.values() for c in v}, key=lambda c: (c != BASELINE, c))
+    print("### llama-bench t/s: median of every repetition (spread = (max - min) / median), ratio to %s\n" % BASELINE)
+    print("| model | KV | test | depth | " + " | ".join(configs) + " |")
+    print("|---|---|---|---|" + "---|" * len(configs))
+    for key in sorted(runs, key=lambda k: (k[0], k[1], k[2], int(k[3]))):
+        base = runs[key].get(BASELINE)
+        base_med = statistics.median(base) if base else None
+        cells = []
+        for c in configs:
+            s = runs[key].get(c)
+            if not s:
+                cells.append("")
+                continue
+            med, sp = spread(s)
+            ratio = f" ({med / base_med:.3f}x)" if base_med and c != BASELINE else ""
+            cells.append(f"{med:.1f} ±{sp:.0f}% n={len(s)}{ratio}")
+        print("| %s | %s | %s | %s | " % key + " | ".join(cells) + " |")
+    print()
+    if pools:
+        print("### pool statistics per test (every pool of the context summed; max over runs)\n")
+        print("| model | KV | test | depth | configuration | peak live MiB | peak reserved MiB | reserved/live | "
+              "driver allocs | growing buffer/request |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for key in sorted(pools, key=lambda k: (k[0], k[1], k[2], int(k[3]), k[4] != BASELINE, k[4])):
+            v = pools[key]
+            live = max(x[0] for x in v)
+            resv = max(x[1] for x in v)
+            drv = max(x[2] for x in v)
+            grow = max(x[3] for x in v)
+            ratio = f"{resv / live:.2f}x" if live else "-"
+            growing = f"{grow:.2f}x" if grow else "-"
+            print("| %s | %s | %s | %s | %s | " % key + f"{live:.1f} | {resv:.1f} | {ratio} | {drv} | {growing} |")
+        print()
+
+
+def main():
+    results = sys.argv[1] if len(sys.argv) > 1 else "/tmp/llama-work/results"
+    ops(results)
+    completions(results)
+    bench(results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# llama.cpp with ggml-cuda-pool, on a CUDA machine (README: "Use in llama.cpp"). Unpacks the
+# pinned snapshot (or takes LLAMA_CPP_DIR, a checkout at that commit), applies the integration
+# patch, builds llama.cpp with CUDA for the local GPU, writes random-weight models, then runs
+# llama.cpp's own tools once per pool configuration, side by side, in one binary
+# (GGML_CUDA_POOL picks ggml's own pools or a module kind at run time):
+#
+#   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
+#   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize
+#   models    random-weight Llama models (scripts/llama-model.py): 1B f16 and q8_0, 8B q8_0
+#   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
+#   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
+#   faults    per module kind: a one-shot fault and a prob= fault; reclaim lines, the same tokens
+#   soak      per module kind: a long generation under random faults (same tokens or the adapter's
+#             clear out-of-memory message), and a short one under compute-sanitizer memcheck
+#   bench     llama-bench pp512/tg128 -fa 1, KV f16 and q8_0, at depths; configurations
+#             interleaved round by round so drift hits all alike; each pool's statistics
+#   summary   the tables (scripts/llama-summary.py)
+#
+#   scripts/llama.sh [step ...]     (default: every step in that order)
+#
+# Every step is resumable: what finished leaves its result under $LLAMA_WORK/results and is not
+# run again (delete the file to redo it); build outputs and models stay in $LLAMA_WORK, outside
+# the tree. One command of the GPU machine may run 10 minutes: run the steps across calls.
+#
+# Environment: LLAMA_WORK (/tmp/llama-work), LLAMA_CPP_DIR, LLAMA_SNAPSHOT (the .tar.xz;
+# default ../shared/llama.cpp/llama.cpp-*.tar.xz), LLAMA_BUILD (a build dir; default
+# $LLAMA_WORK/build), CONFIGS ("ggml legacy plain vmm async"), BENCH_MODELS ("1b-f16 1b-q8_0"),
+# BENCH_KV ("f16 q8_0"), BENCH_DEPTHS ("0,8192,32768"), BENCH_ROUNDS (5), BENCH_REPS (2: reps
+# per round, so 10 in all), BENCH_TESTS ("-p 512 -n 128"), OPS_FILTER (test-backend-ops -o),
+# GEN_TOKENS (64), SOAK_TOKENS (512).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+WORK=${LLAMA_WORK:-/tmp/llama-work}
+SRC=${LLAMA_CPP_DIR:-$WORK/llama.cpp}
+BUILD=${LLAMA_BUILD:-$WORK/build}
+RESULTS=$WORK/results
+MODELS=$WORK/models
+BIN=$BUILD/bin
+CONFIGS=${CONFIGS:-"ggml legacy plain vmm async"}
+PATCH=$ROOT/integrations/llama.cpp/ggml-cuda-pool.patch
+PINNED=81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62
+PROMPT="The pools of a CUDA backend hand out scratch buffers"
+mkdir -p "$RESULTS" "$MODELS"
+export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+say() { printf '[llama.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() { say "error: $*"; exit 1; }
+gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
+# GGML_CUDA_POOL for a configuration: ggml's own pools (ggml, ggml-legacy) or a module kind
+pool_env() { echo "GGML_CUDA_POOL=$1"; }
+module_kinds() { for c in $CONFIGS; do case $c in ggml*) ;; *) echo "$c" ;; esac; done; }
+
+step_prepare() {
+    if [ -n "${LLAMA_CPP_DIR:-}" ]; then
+        [ -d "$SRC/ggml/src/ggml-cuda" ] || die "LLAMA_CPP_DIR=$SRC is not a llama.cpp tree"
+    elif [ ! -d "$SRC" ]; then
+        local snapshot=${LLAMA_SNAPSHOT:-$(ls "$ROOT"/../shared/llama.cpp/llama.cpp-*.tar.xz 2>/dev/null | head -1)}
+        [ -f "$snapshot" ] || die "no snapshot: set LLAMA_SNAPSHOT or LLAMA_CPP_DIR"
+        say "unpacking $snapshot"
+        tar -xJf "$snapshot" -C "$WORK" || die "unpacking failed"
+    fi
+    local commit
+    commit=$(cat "$SRC/.commit" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null)
+    [ "$commit" = "$PINNED" ] || say "warning: $SRC is at ${commit:-an unknown commit}, the patch is for $PINNED"
+    if patch -d "$SRC" -p1 -R --dry-run -s -f <"$PATCH" >/dev/null 2>&1; then
+        say "patch already applied"
+    else
+        patch -d "$SRC" -p1 -s -f <"$PATCH" || die "the patch does not apply to $SRC"
+        say "patch applied"
+    fi
+}
+
+step_build() {
+    [ -d "$SRC" ] || die "no source tree: run the prepare step"
+    local arch
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+            -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
+            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+            -DLLAMA_BUILD_APP=OFF -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" >"$WORK/configure.log" 2>&1 ||
+            { tail -20 "$WORK/configure.log"; die "configure failed"; }
+    fi
+    local t0=$SECONDS
+    ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize >"$WORK/build.log" 2>&1 ||
+        { tail -30 "$WORK/build.log"; die "build failed"; }
+    say "built in $((SECONDS - t0)) s"
+}
+
+step_models() {
+    local py="python3 $ROOT/scripts/llama-model.py --llama-cpp $SRC"
+    [ -f "$MODELS/1b-f16.gguf" ] || $py --shape 1b --out "$MODELS/1b-f16.gguf" || die "writing the 1B model failed"
+    [ -f "$MODELS/1b-q8_0.gguf" ] || "$BIN/llama-quantize" "$MODELS/1b-f16.gguf" "$MODELS/1b-q8_0.gguf" q8_0 \
+        >"$WORK/quantize-1b.log" 2>&1 || die "quantizing the 1B model failed"
+    if [ ! -f "$MODELS/8b-q8_0.gguf" ]; then
+        $py --shape 8b --out "$MODELS/8b-f16.gguf" || die "writing the 8B model failed"
+        "$BIN/llama-quantize" "$MODELS/8b-f16.gguf" "$MODELS/8b-q8_0.gguf" q8_0 >"$WORK/quantize-8b.log" 2>&1 ||
+            die "quantizing the 8B model failed"
+        rm -f "$MODELS/8b-f16.gguf"
+    fi
+    ls -la "$MODELS"
+}
+
+# test-backend-ops per configuration, one configuration per GPU at a time
+step_ops() {
+    local n
+    n=$(gpus)
+    [ "$n" -ge 1 ] || die "no GPU"
+    local jobs=$(($(nproc) / n)) pending=() running=() gpu=0
+    for c in $CONFIGS; do
+        grep -qs 'tests passed' "$RESULTS/ops-$c.txt" || pending+=("$c")
+    done
+    for c in "${pending[@]}"; do
+        say "test-backend-ops: $c on GPU $gpu (-j $jobs)"
+        (env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$gpu "$BIN/test-backend-ops" -b CUDA0 -j "$jobs" \
+            ${OPS_FILTER:+-o "$OPS_FILTER"} >"$RESULTS/ops-$c.log" 2>&1
+         echo "exit $?" >>"$RESULTS/ops-$c.log"
+         grep -E 'tests passed|backends passed|^exit' "$RESULTS/ops-$c.log" >"$RESULTS/ops-$c.txt") &
+        running+=($!)
+        gpu=$(((gpu + 1) % n))
+        if [ ${#running[@]} -ge "$n" ]; then
+            wait "${running[0]}"
+            running=("${running[@]:1}")
+        fi
+    done
+    wait
+    for c in $CONFIGS; do
+        printf '%-12s %s\n' "$c" "$(tr '\n' ' ' <"$RESULTS/ops-$c.txt" 2>/dev/null)"
+    done
+}
+
+# one greedy generation: completion-$tag.txt holds the text, .log the rest
+generate() {
+    local tag=$1 config=$2 tokens=$3
+    shift 3
+    env $(pool_env "$config") GGML_CUDA_POOL_STATS="$RESULTS/stats-$tag.txt" "$@" "$BIN/llama-completion" \
+        -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n "$tokens" --temp 0 --seed 1 --ignore-eos -no-cnv -ngl 99 \
+        -fa on -ctk q8_0 -ctv q8_0 -c 4096 >"$RESULTS/completion-$tag.txt" 2>"$RESULTS/completion-$tag.log"
+    echo $?
+}
+
+step_complete() {
+    local tokens=${GEN_TOKENS:-64}
+    for c in $CONFIGS; do
+        [ -s "$RESULTS/completion-$c.txt" ] && continue
+        rm -f "$RESULTS/stats-$c.txt"
+        say "completion: $c, exit $(generate "$c" "$c" "$tokens")"
+    done
+    md5sum "$RESULTS"/completion-{$(echo $CONFIGS | tr ' ' ,)}.txt 2>/dev/null | sed "s|$RESULTS/||"
+}
+
+step_faults() {
+    local tokens=${GEN_TOKENS:-64} spec
+    for k in $(module_kinds); do
+        for f in oneshot prob; do
+            [ -s "$RESULTS/completion-$k-$f.txt" ] && continue
+            case $f in
+                oneshot) spec="oneshot=${ONESHOT_SIZE:-1MiB}" ;;
+                prob) spec="prob=0.25;on=any;seed=7;limit=8" ;;
+            esac
+            say "faults: $k with $spec, exit $(generate "$k-$f" "$k" "$tokens" GGML_CUDA_POOL_FAULT="$spec" \
+                GGML_CUDA_POOL_LOG=debug)"
+            grep -hE 'injected|reclaim|retry|retrying|freeing all' "$RESULTS/completion-$k-$f.log" | head -6
+        done
+    done
+    md5sum "$RESULTS"/completion-*.txt | sed "s|$RESULTS/||"
+}
+
+step_soak() {
+    local tokens=${SOAK_TOKENS:-512}
+    for k in $(module_kinds); do
+        [ -s "$RESULTS/completion-$k-soak.log" ] && continue
+        [ -s "$RESULTS/completion-$k-nofault.txt" ] || generate "$k-nofault" "$k" "$tokens" >/dev/null
+        say "soak: $k, exit $(generate "$k-soak" "$k" "$tokens" GGML_CUDA_POOL_FAULT="prob=0.05;seed=11")"
+        grep -hE 'ggml-cuda-pool:.*failed' "$RESULTS/completion-$k-soak.log" | head -2
+    done
+    for k in $(module_kinds); do
+        [ -s "$RESULTS/memcheck-$k.log" ] && continue
+        say "memcheck: $k"
+        env $(pool_env "$k") GGML_CUDA_POOL_FAULT="prob=0.05;seed=11" compute-sanitizer --tool memcheck \
+            --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
+            --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
+            >"$RESULTS/memcheck-$k.txt" 2>"$RESULTS/memcheck-$k.log"
+        grep -h 'ERROR SUMMARY' "$RESULTS/memcheck-$k.log"
+    done
+}
+
+# llama-bench, configurations interleaved round by round: each round runs every configuration
+# once (BENCH_REPS repetitions each); every run appends its JSONL and its pools' statistics
+step_bench() {
+    local rounds=${BENCH_ROUNDS:-5} reps=${BENCH_REPS:-2} depths=${BENCH_DEPTHS:-0,8192,32768}
+    for r in $(seq 1 "$rounds"); do
+        for m in ${BENCH_MODELS:-1b-f16 1b-q8_0}; do
+            for kv in ${BENCH_KV:-f16 q8_0}; do
+                for c in $CONFIGS; do
+                    local tag="bench-$m-$kv-$c-r$r"
+                    [ -s "$RESULTS/$tag.jsonl" ] && continue
+                    env $(pool_env "$c") GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" "$BIN/llama-bench" \
+                        -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
+                        -r "$reps" -o jsonl >"$RESULTS/$tag.part" 2>"$RESULTS/$tag.log" &&
+                        mv "$RESULTS/$tag.part" "$RESULTS/$tag.jsonl"
+                    say "bench round $r: $m KV $kv $c: $(grep -c . "$RESULTS/$tag.jsonl" 2>/dev/null || echo FAILED) tests"
+                done
+            done
+        done
+    done
+}
+
+step_summary() {
+    python3 "$ROOT/scripts/llama-summary.py" "$RESULTS" | tee "$RESULTS/summary.md"
+}
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak bench summary)
+t0=$SECONDS
+for s in "${steps[@]}"; do
+    declare -F "step_$s" >/dev/null || die "unknown step: $s"
+    say "== $s"
+    "step_$s"
+done
+say "done in $((SECONDS - t0)) s"
