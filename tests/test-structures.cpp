@@ -1,0 +1,128 @@
+// The pools' inner structures against plain standard-library models, over random operations:
+// the live set (pointer -> size, open addressing) and the legacy pool's size bins (best fit).
+
+#include "../ggml-cuda/live-set.h"
+#include "../ggml-cuda/size-bins.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+namespace {
+
+constexpr int      OPS  = 200000;
+constexpr uint64_t SEED = 12345;
+
+void * fake_ptr(uint64_t i) { return reinterpret_cast<void *>(uintptr_t(0x7f0000000000ull + i * 256)); }
+
+TEST(LiveSet, MatchesAHashMapOverRandomInsertsAndErases) {
+    gcp::live_set                      set;
+    std::unordered_map<void *, size_t> model;
+    std::mt19937_64                    rng(SEED);
+    for (int op = 0; op < OPS; op++) {
+        void * p = fake_ptr(rng() % 4096);
+        if (rng() % 2 == 0 && model.count(p) == 0) {
+            set.reserve(model.size() + 1);
+            size_t size = 1 + rng() % 1000;
+            set.insert(p, size);
+            model[p] = size;
+        } else {
+            EXPECT_EQ(set.erase(p), model.erase(p) == 1);
+        }
+        if (op % 1000 == 0) {
+            ASSERT_EQ(set.size(), model.size());
+            for (auto & kv : model) {
+                const size_t * s = set.find(kv.first);
+                ASSERT_NE(s, nullptr);
+                ASSERT_EQ(*s, kv.second);
+            }
+            size_t seen = 0;
+            set.for_each([&](const void * ptr, size_t size) {
+                seen++;
+                EXPECT_EQ(model.at(const_cast<void *>(ptr)), size);
+            });
+            EXPECT_EQ(seen, model.size());
+        }
+    }
+    EXPECT_EQ(set.find(fake_ptr(5000)), nullptr);
+}
+
+TEST(SizeBins, BestFitMatchesAnOrderedModel) {
+    gcp::size_bins                         bins;
+    std::multimap<size_t, void *>          model; // cached: size -> ptr
+    std::vector<std::pair<void *, size_t>> out;   // handed out
+    std::mt19937_64                        rng(SEED);
+    uint64_t                               next = 0, clock = 0;
+    const size_t                           sizes[] = { 256, 512, 768, 4096, 65536, 1 << 20, 3 << 20, 8 << 20 };
+    for (int op = 0; op < OPS; op++) {
+        switch (rng() % 4) {
+            case 0: { // alloc: best fit, else a fresh buffer of a size near the request
+                size_t               want = sizes[rng() % 8] - rng() % 200;
+                gcp::size_bins::buffer b{};
+                auto                 fit = model.lower_bound(want);
+                bool                 hit = bins.take(want, &b);
+                ASSERT_EQ(hit, fit != model.end());
+                if (hit) {
+                    ASSERT_EQ(b.size, fit->first) << "the smallest cached size at or above the request";
+                    auto range = model.equal_range(b.size);
+                    auto e     = std::find_if(range.first, range.second, [&](auto & kv) { return kv.second == b.ptr; });
+                    ASSERT_NE(e, range.second);
+                    model.erase(e);
+                    out.push_back({ b.ptr, b.size });
+                } else {
+                    size_t size = sizes[rng() % 8];
+                    bins.reserve(size);
+                    out.push_back({ fake_ptr(next++), size });
+                }
+                break;
+            }
+            case 1:
+            case 2: // free into the cache
+                if (!out.empty()) {
+                    size_t i = rng() % out.size();
+                    bins.put(out[i].first, out[i].second, ++clock);
+                    model.insert({ out[i].second, out[i].first });
+                    out[i] = out.back();
+                    out.pop_back();
+                }
+                break;
+            default: // a cached buffer goes to the driver, or one that was out does
+                if (!model.empty() && rng() % 2 == 0) {
+                    auto it = std::next(model.begin(), long(rng() % model.size()));
+                    ASSERT_TRUE(bins.remove(it->second, it->first));
+                    model.erase(it);
+                } else if (!out.empty()) {
+                    size_t i = rng() % out.size();
+                    bins.forget_out(out[i].second);
+                    out[i] = out.back();
+                    out.pop_back();
+                }
+        }
+        if (op % 1000 == 0) {
+            ASSERT_EQ(bins.count(), model.size());
+            size_t bytes = 0;
+            for (auto & kv : model) {
+                bytes += kv.first;
+            }
+            ASSERT_EQ(bins.bytes(), bytes);
+        }
+    }
+}
+
+TEST(SizeBins, AnUnreservedSizeLeavesNoBin) {
+    gcp::size_bins         bins;
+    gcp::size_bins::buffer b{};
+    bins.reserve(1024);
+    bins.unreserve(1024); // the driver allocation failed
+    EXPECT_FALSE(bins.take(1, &b));
+    bins.reserve(2048);
+    bins.put(fake_ptr(1), 2048, 1);
+    EXPECT_FALSE(bins.remove(fake_ptr(2), 2048));
+    EXPECT_TRUE(bins.take(1024, &b));
+    EXPECT_EQ(b.ptr, fake_ptr(1));
+}
+
+} // namespace
