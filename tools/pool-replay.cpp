@@ -208,7 +208,7 @@ int main(int argc, char ** argv) {
                    double(r.call_ns) / double(r.calls));
         }
         if (r.unmatched_frees > 0) {
-            printf("%s: %llu frees of buffers not held (allocated before the trace began, or refused here)\n",
+            printf("%s: %llu frees skipped: the buffer's allocation failed here, or came before the trace began\n",
                    r.config.c_str(), (unsigned long long) r.unmatched_frees);
         }
     }
