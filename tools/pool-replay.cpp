@@ -49,6 +49,17 @@ void on_log_line(ggml_cpool_log_level, const char * text, void * user) {
     }
 }
 
+bool faults_well_formed(const std::string & spec) {
+    ggml_cpool_driver_t sim = nullptr, fault = nullptr;
+    if (ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, nullptr, &sim) != GGML_CPOOL_STATUS_OK) {
+        return false;
+    }
+    const bool ok = ggml_cpool_driver_fault_create(sim, spec.c_str(), &fault) == GGML_CPOOL_STATUS_OK;
+    ggml_cpool_driver_release(fault);
+    ggml_cpool_driver_release(sim);
+    return ok;
+}
+
 void list_configs() {
     for (const replay::config & c : replay::configurations()) {
         printf("%-10s %s\n", c.name, c.what);
@@ -176,6 +187,10 @@ int main(int argc, char ** argv) {
         }
     }
 
+    if (!o.faults.empty() && !faults_well_formed(o.faults)) {
+        fprintf(stderr, "pool-replay: --faults %s is not a fault spec (README: Fault injection)\n", o.faults.c_str());
+        return 2;
+    }
     replay::trace t;
     std::string   error;
     if (!replay::read_trace(path, &t, &error)) {
