@@ -15,6 +15,7 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/quarantine.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/sim-mempool.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/trace.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/warm-record.cpp)
 # the real device (CUDA, or HIP through vendors/hip.h)
 set(GCP_DRIVER_SOURCES ${GCP_SOURCE_DIR}/ggml-cuda/driver-cuda.cpp)

@@ -6,6 +6,7 @@
 #include "env.h"
 #include "log.h"
 #include "quarantine.h"
+#include "trace.h"
 
 #include <new>
 
@@ -19,6 +20,9 @@ struct ggml_cpool_ctx {
 };
 
 namespace {
+
+namespace trace = gcp::trace;
+using trace_op  = gcp::trace_format::op;
 
 gcp::pool * as_pool(ggml_cpool_t p) { return reinterpret_cast<gcp::pool *>(p); }
 
@@ -57,6 +61,41 @@ template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_
         }
         return st;
     });
+}
+
+// runs a context's call; while a trace records, hands what it did to `record` (pool calls are
+// observed by trace::observe instead)
+template <typename F, typename R>
+ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
+    if (!trace::recording()) {
+        return run();
+    }
+    std::shared_ptr<gcp::driver> drv  = ctx->driver.impl; // ctx_free destroys the context
+    const uint64_t               drv0 = drv->calls();
+    const uint64_t               t0   = trace::now_ns();
+    ggml_cpool_status            st   = run();
+    trace::call                  c{ o, st, t0, trace::now_ns() - t0, drv->calls() - drv0 };
+    record(c);
+    return st;
+}
+
+// the pool calls while tracing or timing is on: out of line, so that the calls made while both are
+// off stay as short as they were (one load and one branch more)
+__attribute__((noinline)) ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr,
+                                                           size_t * actual) {
+    return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
+        return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual); });
+    });
+}
+
+__attribute__((noinline)) ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
+    return trace::observe(p, trace_op::free, actual, trace::NO, &ptr, nullptr,
+                          [&] { return guarded("ggml_cpool_free", [&] { return p.free(ptr, actual); }); });
+}
+
+__attribute__((noinline)) ggml_cpool_status observed_trim(gcp::pool & p) {
+    return trace::observe(p, trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
+                          [&] { return guarded("ggml_cpool_trim", [&] { return p.trim(); }); });
 }
 
 } // namespace
@@ -199,8 +238,13 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
     if (out == nullptr) {
         return null_arg(__func__, "out");
     }
-    *out = nullptr;
-    return guarded(__func__, [&] {
+    *out                     = nullptr;
+    ggml_cpool_status env_st = guarded(__func__, [] { return trace::init_from_env(); });
+    if (env_st != GGML_CPOOL_STATUS_OK) {
+        return env_st;
+    }
+    const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
+    ggml_cpool_status st = guarded(__func__, [&] {
         ggml_cpool_ctx_params        p = params ? *params : ggml_cpool_ctx_default_params();
         std::shared_ptr<gcp::driver> drv;
         ggml_cpool_status            st = GGML_CPOOL_STATUS_OK;
@@ -221,26 +265,41 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         }
         return st;
     });
+    if (trace::recording()) {
+        trace::record(*out, { trace_op::ctx_create, st, t0, trace::now_ns() - t0, 0 });
+    }
+    return st;
 }
 
 void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
-    guarded(__func__, [&] {
-        delete ctx;
-        return GGML_CPOOL_STATUS_OK;
-    });
+    if (ctx == nullptr) {
+        return;
+    }
+    auto run = [&] {
+        return guarded(__func__, [&] {
+            delete ctx;
+            return GGML_CPOOL_STATUS_OK;
+        });
+    };
+    const uint64_t id = trace::recording() ? trace::context_id(ctx) : 0; // its name in the trace, once it is gone
+    ctx_call(ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out) {
     if (ctx == nullptr || out == nullptr) {
         return null_arg(__func__, ctx ? "out" : "ctx");
     }
-    *out = nullptr;
-    return guarded(__func__, [&] {
-        gcp::pool *       p  = nullptr;
-        ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
-        *out                 = reinterpret_cast<ggml_cpool_t>(p);
-        return st;
-    });
+    *out     = nullptr;
+    auto run = [&] {
+        return guarded(__func__, [&] {
+            gcp::pool *       p  = nullptr;
+            ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
+            *out                 = reinterpret_cast<ggml_cpool_t>(p);
+            return st;
+        });
+    };
+    return ctx_call(ctx, trace_op::get_pool, run,
+                    [&](trace::call & c) { trace::record_get_pool(ctx, device, slot, as_pool(*out), c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out) {
@@ -297,21 +356,30 @@ ggml_cpool_status ggml_cpool_ctx_pin_begin(ggml_cpool_ctx_t ctx, uint64_t * grap
     if (ctx == nullptr || graph == nullptr) {
         return null_arg(__func__, ctx ? "graph" : "ctx");
     }
-    return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); });
+    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); }); };
+    return ctx_call(ctx, trace_op::pin_begin, run, [&](trace::call & c) {
+        c.actual = c.st == GGML_CPOOL_STATUS_OK ? *graph : trace::NO;
+        trace::record(ctx, c);
+    });
 }
 
 ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return ctx->impl->pin_end();
+    return ctx_call(ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); },
+                    [&](trace::call & c) { trace::record(ctx, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return guarded(__func__, [&] { return ctx->impl->pin_release(graph); });
+    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_release(graph); }); };
+    return ctx_call(ctx, trace_op::pin_release, run, [&](trace::call & c) {
+        c.size = graph;
+        trace::record(ctx, c);
+    });
 }
 
 static gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
@@ -344,12 +412,18 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
+    if (trace::observing()) {
+        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
+    }
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
 }
 
 ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
+    }
+    if (trace::observing()) {
+        return observed_free(*as_pool(pool), ptr, actual_size);
     }
     return guarded(__func__, [&] { return as_pool(pool)->free(ptr, actual_size); });
 }
@@ -366,6 +440,9 @@ ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
+    if (trace::observing()) {
+        return observed_trim(*as_pool(pool));
+    }
     return guarded(__func__, [&] { return as_pool(pool)->trim(); });
 }
 
@@ -379,6 +456,18 @@ ggml_cpool_kind ggml_cpool_get_kind(ggml_cpool_t pool) {
 
 int ggml_cpool_get_device(ggml_cpool_t pool) {
     return pool ? as_pool(pool)->device() : -1;
+}
+
+ggml_cpool_status ggml_cpool_trace_start(const char * path) {
+    return guarded(__func__, [&] { return trace::start(path); });
+}
+
+ggml_cpool_status ggml_cpool_trace_stop(void) {
+    return guarded(__func__, [] { return trace::stop(); });
+}
+
+void ggml_cpool_timing_set(int on) {
+    trace::set_timing(on != 0);
 }
 
 void ggml_cpool_log_set(ggml_cpool_log_callback callback, void * user_data) {

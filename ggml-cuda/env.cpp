@@ -42,18 +42,27 @@ bool parse_kind(const char * text, ggml_cpool_kind * out) {
     return false;
 }
 
-} // namespace
-
-status env_no_vmm(bool * no_vmm) {
-    const char * v = getenv(ENV_NO_VMM);
+// unset leaves *out untouched
+status env_bool(const char * name, bool * out) {
+    const char * v = getenv(name);
     if (v == nullptr) {
         return OK;
     }
-    if (!parse_bool(v, no_vmm)) {
-        GCP_LOG_ERROR("%s=%s is not a boolean (use 1 or 0)", ENV_NO_VMM, v);
+    if (!parse_bool(v, out)) {
+        GCP_LOG_ERROR("%s=%s is not a boolean (use 1 or 0)", name, v);
         return INVALID_ARGUMENT;
     }
     return OK;
+}
+
+} // namespace
+
+status env_no_vmm(bool * no_vmm) {
+    return env_bool(ENV_NO_VMM, no_vmm);
+}
+
+status env_timing(bool * on) {
+    return env_bool(ENV_TIMING, on);
 }
 
 status env_pool_kind(ggml_cpool_kind * kind) {

@@ -41,6 +41,10 @@ class pool {
     status   synchronize();
     // forgets the stream, which its owner may destroy now: synchronize and free act on the device
     void     detach_stream() { stream_ = nullptr; }
+    // for traces and timing (trace.h): the calls made through this pool's driver so far, and
+    // the time spent inside this pool's calls (stats.call_ns)
+    uint64_t driver_calls() const { return drv_.calls(); }
+    void     add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
     // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
     // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
     void pin_begin(uint64_t graph) { pinning_ = graph; }

@@ -128,6 +128,7 @@ struct ggml_cpool_stats {
     uint64_t flushes;            // out-of-memory recoveries by freeing everything cached
     uint64_t oom_returned;       // OUT_OF_MEMORY statuses returned to the caller
     uint64_t generation;         // moves whenever the pool returns memory to the driver
+    uint64_t call_ns;            // time inside this pool's alloc, free and trim calls while timing is on
 };
 
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
@@ -207,6 +208,14 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trim      (ggml_cpool_t p
 GGML_CPOOL_API uint64_t                     ggml_cpool_generation(ggml_cpool_t pool);
 GGML_CPOOL_API enum ggml_cpool_kind         ggml_cpool_get_kind  (ggml_cpool_t pool); // the kind in effect
 GGML_CPOOL_API int                          ggml_cpool_get_device(ggml_cpool_t pool);
+
+// tracing (README: Trace and replay): every later call into the module, one line each, to `path`;
+// GGML_CUDA_POOL_TRACE=<file> starts it at the first context creation. stop flushes and closes
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trace_start(const char * path);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trace_stop (void);
+// timing: the time spent inside each pool's calls goes to ggml_cpool_stats.call_ns (also while a
+// trace records); GGML_CUDA_POOL_TIMING=1 turns it on at the first context creation
+GGML_CPOOL_API void                         ggml_cpool_timing_set (int on);
 
 // logging: every line goes to the callback; the default prints GGML_CUDA_POOL_LOG level and above to stderr
 GGML_CPOOL_API void                         ggml_cpool_log_set   (ggml_cpool_log_callback callback, void * user_data);

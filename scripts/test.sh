@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command. Installs what is missing (Debian), then runs the jobs:
-#   main   configure, build and run every ctest label (gpu tests report SKIPPED without a GPU)
+#   main   configure, build and run every ctest label (gpu tests report SKIPPED without a GPU; bench
+#          runs bench-hit briefly, timing nothing)
 #   asan   address+undefined sanitizers: labels unit, fault, stress
 #   tsan   thread sanitizer: labels unit, fault, stress
 #   fuzz   the libFuzzer target (clang) for FUZZ_SECONDS (60) over tests/fuzz/corpus
@@ -18,7 +19,7 @@ jobs=("$@")
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=$(nproc)
 
-packages=(cmake ninja-build g++ libgtest-dev libgmock-dev pkg-config)
+packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
 [[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)

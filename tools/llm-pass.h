@@ -2,7 +2,7 @@
 // The scratch-allocation pattern of one LLM forward pass, as a ggml CUDA backend makes it: per
 // layer the normalized input, dequantized weights (prompt batches only, for cuBLAS), the
 // flash-attention K/V f16 conversions (they grow with the context), the attention output, then
-// the feed-forward state. Shared by the demo and the fault sweep.
+// the feed-forward state. Shared by the demo, the fault sweep and the trace tests.
 
 #include "ggml-cuda-pool.h"
 
@@ -52,6 +52,22 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
         ok = get(size_t(batch) * m.ff * F32, 0);
         ok = ok && (batch == 1 || get(m.embd * m.ff * F16, 0));
         put_all();
+    }
+    return errors;
+}
+
+// one session: the prompt in batches of `ubatch` tokens, then `tokens` decode steps, each with
+// the context grown by what came before; returns how many allocations failed
+inline int llm_session(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int prompt, int ubatch, int tokens) {
+    int errors  = 0;
+    int ctx_len = 0;
+    for (int done = 0; done < prompt; done += ubatch) {
+        const int batch = prompt - done < ubatch ? prompt - done : ubatch;
+        ctx_len += batch;
+        errors += llm_forward(pool, m, overallocate, batch, ctx_len);
+    }
+    for (int t = 0; t < tokens; t++) {
+        errors += llm_forward(pool, m, overallocate, 1, ++ctx_len);
     }
     return errors;
 }

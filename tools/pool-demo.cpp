@@ -60,17 +60,8 @@ void run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool ov
         ggml_cpool_ctx_free(ctx);
         return;
     }
-    const llm_shape shape   = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
-    int             errors  = 0;
-    int             ctx_len = 0;
-    for (int done = 0; done < m.prompt; done += UBATCH) {
-        int batch = m.prompt - done < UBATCH ? m.prompt - done : UBATCH;
-        ctx_len += batch;
-        errors += llm_forward(pool, shape, overallocate, batch, ctx_len);
-    }
-    for (int t = 0; t < m.tokens; t++) {
-        errors += llm_forward(pool, shape, overallocate, 1, ++ctx_len);
-    }
+    const llm_shape shape  = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
+    const int       errors = llm_session(pool, shape, overallocate, m.prompt, UBATCH, m.tokens);
     ggml_cpool_stats s;
     ggml_cpool_get_stats(pool, &s);
     report(label.c_str(), s, errors);

@@ -1,0 +1,253 @@
+// bench-hit: the hit path, an alloc + free pair served from memory the pool already holds, through
+// the C ABI on the sim driver, against a ggml-master-style pool (ggml-style-pool.h) timed in the
+// same run (Google Benchmark).
+//
+//   hit/<pool>/<cached>   <pool>: ggml-style, legacy, plain, vmm; <cached>: 8, 64 or 256 buffers
+//
+// Each pool is first made to serve <cached> buffers of mixed sizes at once (log-uniform between
+// 4 KiB and 64 MiB) and take them all back; then every timed pair asks for a size a little below
+// one of them (never an exact size, so no early exit), in a fixed random order. For the legacy
+// kinds and the baseline that is <cached> cached buffers to choose from; a VMM pool serves every
+// request from its mapped range, whatever the depth. After the run, a summary gives each pool's
+// median CPU time (steadier than wall time on a shared machine) and its ratio to the ggml-style
+// pool at the same depth.
+//
+// Defaults: 5 repetitions, randomly interleaved, aggregates only; any --benchmark_* flag given
+// overrides them (CI: --benchmark_min_time=0.001 --benchmark_repetitions=2).
+
+#include "ggml-cuda-pool.h"
+#include "ggml-style-pool.h"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int    DEPTHS[]     = { 8, 64, 256 };
+constexpr size_t KiB          = size_t(1) << 10;
+constexpr size_t MiB          = size_t(1) << 20;
+constexpr size_t MIN_SIZE     = 4 * KiB;
+constexpr size_t MAX_SIZE     = 64 * MiB;
+constexpr size_t REQUESTS     = 4096; // timed requests cycle through this many (a power of two)
+constexpr size_t BELOW_PERMIL = 30;   // a request is up to 3% below the buffer it was made for
+constexpr size_t SIM_CAPACITY = size_t(64) << 30; // host pages are reserved, never touched
+constexpr uint64_t SEED       = 12;
+
+const char * const BASELINE = "ggml-style";
+
+struct subject {
+    const char *    name;
+    ggml_cpool_kind kind; // AUTO: the baseline
+};
+const subject SUBJECTS[] = {
+    { BASELINE, GGML_CPOOL_KIND_AUTO },
+    { "legacy", GGML_CPOOL_KIND_LEGACY },
+    { "plain", GGML_CPOOL_KIND_PLAIN },
+    { "vmm", GGML_CPOOL_KIND_VMM },
+};
+
+// the buffers that fill a pool, and the timed requests
+struct workload {
+    std::vector<size_t> fill;
+    std::vector<size_t> requests;
+};
+
+workload make_workload(int cached) {
+    std::mt19937_64                        rng(SEED);
+    std::uniform_real_distribution<double> log_size(std::log(double(MIN_SIZE)), std::log(double(MAX_SIZE)));
+    workload                               w;
+    for (int i = 0; i < cached; i++) {
+        w.fill.push_back(size_t(std::exp(log_size(rng))));
+    }
+    for (size_t i = 0; i < REQUESTS; i++) {
+        size_t made_for = w.fill[rng() % w.fill.size()];
+        w.requests.push_back(made_for - 1 - rng() % (made_for * BELOW_PERMIL / 1000));
+    }
+    return w;
+}
+
+void bench_baseline(benchmark::State & state, const workload & w) {
+    ggml_style_pool     pool;
+    std::vector<void *> held;
+    std::vector<size_t> sizes(w.fill.size());
+    for (size_t i = 0; i < w.fill.size(); i++) {
+        held.push_back(pool.alloc(w.fill[i], &sizes[i]));
+    }
+    for (size_t i = 0; i < held.size(); i++) {
+        pool.free(held[i], sizes[i]);
+    }
+    size_t i = 0;
+    for (auto _ : state) {
+        size_t actual = 0;
+        void * p      = pool.alloc(w.requests[i++ & (REQUESTS - 1)], &actual);
+        benchmark::DoNotOptimize(p);
+        pool.free(p, actual);
+    }
+}
+
+void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload & w) {
+    ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
+    sim.capacity              = SIM_CAPACITY;
+    ggml_cpool_ctx_params p   = ggml_cpool_ctx_default_params();
+    p.driver_kind             = GGML_CPOOL_DRIVER_SIM;
+    p.sim                     = sim;
+    p.kind[0]                 = kind;
+    ggml_cpool_ctx_t ctx      = nullptr;
+    ggml_cpool_t     pool     = nullptr;
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK) {
+        state.SkipWithError("no pool of this kind on the sim driver");
+        ggml_cpool_ctx_free(ctx);
+        return;
+    }
+    std::vector<void *> held(w.fill.size());
+    std::vector<size_t> sizes(w.fill.size());
+    bool                ok = true;
+    for (size_t i = 0; i < w.fill.size(); i++) {
+        ok = ok && ggml_cpool_alloc(pool, w.fill[i], 0, &held[i], &sizes[i]) == GGML_CPOOL_STATUS_OK;
+    }
+    for (size_t i = 0; ok && i < held.size(); i++) {
+        ggml_cpool_free(pool, held[i], sizes[i]);
+    }
+    ggml_cpool_stats before{};
+    ggml_cpool_get_stats(pool, &before);
+    size_t i = 0;
+    for (auto _ : state) {
+        if (!ok) {
+            state.SkipWithError("filling the pool failed");
+            break;
+        }
+        void * ptr    = nullptr;
+        size_t actual = 0;
+        if (ggml_cpool_alloc(pool, w.requests[i++ & (REQUESTS - 1)], 0, &ptr, &actual) != GGML_CPOOL_STATUS_OK) {
+            state.SkipWithError("alloc failed");
+            break;
+        }
+        ggml_cpool_free(pool, ptr, actual);
+    }
+    ggml_cpool_stats after{};
+    ggml_cpool_get_stats(pool, &after);
+    if (ok && after.misses != before.misses) {
+        state.SkipWithError("a timed request missed: this is not the hit path");
+    }
+    ggml_cpool_ctx_free(ctx);
+}
+
+// prints the default reports, and after the run a summary of medians and ratios
+class summary_reporter : public benchmark::ConsoleReporter {
+  public:
+    void ReportRuns(const std::vector<Run> & runs) override {
+        for (const Run & r : runs) {
+            const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+            if (r.error_occurred || (r.run_type == Run::RT_Aggregate && !median)) {
+                continue;
+            }
+            entry & e = medians_[r.run_name.function_name];
+            if (median || !e.median) { // a single repetition has no aggregate: its run stands in
+                e = { r.GetAdjustedCPUTime() * ns_per(r.time_unit), median, r.repetitions };
+            }
+        }
+        ConsoleReporter::ReportRuns(runs);
+    }
+
+    void Finalize() override {
+        ConsoleReporter::Finalize();
+        long reps = 0;
+        for (auto & m : medians_) {
+            reps = std::max(reps, long(m.second.repetitions));
+        }
+        printf("\nhit path: median CPU ns per alloc+free pair (%ld repetitions), and its ratio to the %s pool at the "
+               "same depth\n",
+               reps, BASELINE);
+        printf("%-8s", "cached");
+        for (const subject & s : SUBJECTS) {
+            printf(" %18s", s.name);
+        }
+        printf("\n");
+        for (int depth : DEPTHS) {
+            const entry * base = find(BASELINE, depth);
+            printf("%-8d", depth);
+            for (const subject & s : SUBJECTS) {
+                const entry * e = find(s.name, depth);
+                if (e == nullptr) {
+                    printf(" %18s", "-");
+                } else if (base == nullptr || s.kind == GGML_CPOOL_KIND_AUTO) {
+                    printf(" %10.1f ns      ", e->ns);
+                } else {
+                    printf(" %10.1f ns %5.2fx", e->ns, e->ns / base->ns);
+                }
+            }
+            printf("\n");
+        }
+    }
+
+  private:
+    struct entry {
+        double  ns;
+        bool    median;
+        int64_t repetitions;
+    };
+
+    static double ns_per(benchmark::TimeUnit u) {
+        switch (u) {
+            case benchmark::kSecond:      return 1e9;
+            case benchmark::kMillisecond: return 1e6;
+            case benchmark::kMicrosecond: return 1e3;
+            default:                      return 1;
+        }
+    }
+
+    const entry * find(const char * name, int depth) const {
+        auto it = medians_.find(std::string("hit/") + name + "/" + std::to_string(depth));
+        return it == medians_.end() ? nullptr : &it->second;
+    }
+
+    std::map<std::string, entry> medians_;
+};
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    // defaults first: a flag given on the command line comes later and wins
+    std::vector<char *> args = { argv[0] };
+    std::string         defaults[] = { "--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
+                                       "--benchmark_report_aggregates_only=true" };
+    for (std::string & d : defaults) {
+        args.push_back(d.data());
+    }
+    for (int i = 1; i < argc; i++) {
+        args.push_back(argv[i]);
+    }
+    int n = int(args.size());
+
+    std::map<int, workload> workloads;
+    for (int depth : DEPTHS) {
+        workloads[depth] = make_workload(depth);
+    }
+    for (int depth : DEPTHS) {
+        const workload & w = workloads[depth];
+        for (const subject & s : SUBJECTS) {
+            const std::string name = std::string("hit/") + s.name + "/" + std::to_string(depth);
+            if (s.kind == GGML_CPOOL_KIND_AUTO) {
+                benchmark::RegisterBenchmark(name.c_str(), bench_baseline, w);
+            } else {
+                benchmark::RegisterBenchmark(name.c_str(), bench_pool, s.kind, w);
+            }
+        }
+    }
+    benchmark::Initialize(&n, args.data());
+    if (benchmark::ReportUnrecognizedArguments(n, args.data())) {
+        return 2;
+    }
+    summary_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    return 0;
+}
