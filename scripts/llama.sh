@@ -7,7 +7,7 @@
 #
 #   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
 #   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize
-#   models    random-weight Llama models (scripts/llama-model.py): 1B f16 and q8_0, 8B q8_0
+#   models    random-weight Llama models (scripts/llama-model.py): 1B f16 and q8_0, 8B q8_0 (LLAMA_MODELS)
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
 #   faults    per module kind: a one-shot fault and a prob= fault; reclaim lines, the same tokens
@@ -15,6 +15,7 @@
 #             clear out-of-memory message), and a short one under compute-sanitizer memcheck
 #   bench     llama-bench pp512/tg128 -fa 1, KV f16 and q8_0, at depths; configurations
 #             interleaved round by round so drift hits all alike; each pool's statistics
+#   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
 #   summary   the tables (scripts/llama-summary.py)
 #
 #   scripts/llama.sh [step ...]     (default: every step in that order)
@@ -38,6 +39,7 @@ RESULTS=$WORK/results
 MODELS=$WORK/models
 BIN=$BUILD/bin
 CONFIGS=${CONFIGS:-"ggml legacy plain vmm async"}
+MODEL_LIST=${LLAMA_MODELS:-"1b-f16 1b-q8_0 8b-q8_0"}
 PATCH=$ROOT/integrations/llama.cpp/ggml-cuda-pool.patch
 PINNED=81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62
 PROMPT="The pools of a CUDA backend hand out scratch buffers"
@@ -88,17 +90,18 @@ step_build() {
     say "built in $((SECONDS - t0)) s"
 }
 
+# LLAMA_MODELS names them shape-type: f16 is written, q8_0 quantized from it
 step_models() {
-    local py="python3 $ROOT/scripts/llama-model.py --llama-cpp $SRC"
-    [ -f "$MODELS/1b-f16.gguf" ] || $py --shape 1b --out "$MODELS/1b-f16.gguf" || die "writing the 1B model failed"
-    [ -f "$MODELS/1b-q8_0.gguf" ] || "$BIN/llama-quantize" "$MODELS/1b-f16.gguf" "$MODELS/1b-q8_0.gguf" q8_0 \
-        >"$WORK/quantize-1b.log" 2>&1 || die "quantizing the 1B model failed"
-    if [ ! -f "$MODELS/8b-q8_0.gguf" ]; then
-        $py --shape 8b --out "$MODELS/8b-f16.gguf" || die "writing the 8B model failed"
-        "$BIN/llama-quantize" "$MODELS/8b-f16.gguf" "$MODELS/8b-q8_0.gguf" q8_0 >"$WORK/quantize-8b.log" 2>&1 ||
-            die "quantizing the 8B model failed"
-        rm -f "$MODELS/8b-f16.gguf"
-    fi
+    for name in $MODEL_LIST; do
+        local shape=${name%%-*} type=${name#*-}
+        [ -f "$MODELS/$name.gguf" ] && continue
+        [ -f "$MODELS/$shape-f16.gguf" ] || python3 "$ROOT/scripts/llama-model.py" --llama-cpp "$SRC" --shape "$shape" \
+            --out "$MODELS/$shape-f16.gguf" || die "writing the $shape model failed"
+        [ "$type" = f16 ] && continue
+        "$BIN/llama-quantize" "$MODELS/$shape-f16.gguf" "$MODELS/$name.gguf" "$type" >"$WORK/quantize-$name.log" 2>&1 ||
+            die "quantizing $name failed"
+        [[ " $MODEL_LIST " == *" $shape-f16 "* ]] || rm -f "$MODELS/$shape-f16.gguf" # only a step
+    done
     ls -la "$MODELS"
 }
 
@@ -207,12 +210,25 @@ step_bench() {
     done
 }
 
+# the pool calls of a llama-bench depth sweep, for pool-replay (README: Trace and replay); the
+# requests ggml makes do not depend on the pool kind, so one trace serves every kind and policy
+step_trace() {
+    for kv in ${BENCH_KV:-f16 q8_0}; do
+        local tag="trace-1b-f16-$kv"
+        [ -s "$RESULTS/$tag.trace" ] && continue
+        env GGML_CUDA_POOL=legacy GGML_CUDA_POOL_TRACE="$RESULTS/$tag.part" "$BIN/llama-bench" -m "$MODELS/1b-f16.gguf" \
+            ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "${BENCH_DEPTHS:-0,8192,32768}" -r 1 -o jsonl \
+            >"$RESULTS/$tag.jsonl" 2>"$RESULTS/$tag.log" && mv "$RESULTS/$tag.part" "$RESULTS/$tag.trace"
+        say "trace: KV $kv, $(grep -c . "$RESULTS/$tag.trace" 2>/dev/null || echo FAILED) lines"
+    done
+}
+
 step_summary() {
     python3 "$ROOT/scripts/llama-summary.py" "$RESULTS" | tee "$RESULTS/summary.md"
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak bench summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak bench trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"
