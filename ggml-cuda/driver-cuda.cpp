@@ -459,6 +459,7 @@ class cuda_driver final : public driver {
     // what this driver handed out, for outstanding() and used(); without room to record it the
     // memory is still handed out, only the leak check loses sight of it
     void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) noexcept {
+        log_hold                    hold; // the line goes out once the lock is released
         std::lock_guard<std::mutex> lock(mutex_);
         try {
             map[key] = { device, size };

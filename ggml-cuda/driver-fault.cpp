@@ -20,6 +20,7 @@ uint64_t fault_driver::fired() const {
 }
 
 status fault_driver::inject(call c, int device, size_t size) {
+    log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t              nth     = ++seen_[size_t(c)];
     const uint64_t              nth_any = ++seen_any_;

@@ -25,6 +25,7 @@ warm_record & warm_record::instance() {
 }
 
 void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
+    log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     handles_++;
     for (const entry & e : devices_) {
@@ -46,6 +47,7 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
 }
 
 void warm_record::release() {
+    log_hold                    hold;
     std::lock_guard<std::mutex> lock(mutex_);
     if (handles_ == 0 || --handles_ > 0) {
         return;
