@@ -131,8 +131,8 @@ status backend::pin_begin(uint64_t * graph) {
                       (unsigned long long) pinning_);
         return INVALID_ARGUMENT;
     }
+    graphs_.push_back(next_graph_); // may throw: nothing changed yet
     pinning_ = next_graph_++;
-    graphs_.push_back(pinning_);
     for (auto & p : pools_) {
         if (p) {
             p->pin_begin(pinning_);
@@ -241,28 +241,23 @@ status backend::get_pool(int device, pool ** out) {
     if (!p) {
         ggml_cpool_kind kind;
         status          st = resolve_kind(device, &kind);
+        // the context's stream, where consumers capture graphs: every pool watches it for
+        // capture, so no pool goes without it
+        stream_t s = nullptr;
+        if (st == OK) {
+            st = stream(device, &s);
+        }
         if (st != OK) {
             return st;
         }
         if (kind == GGML_CPOOL_KIND_VMM) {
             p.reset(new pool_vmm(*drv_, device, params_.vmm_reserve, params_.vmm_peer_access != 0));
         } else if (kind == GGML_CPOOL_KIND_ASYNC) {
-            stream_t s = nullptr;
-            st         = stream(device, &s);
-            if (st != OK) {
-                return st;
-            }
             p.reset(new pool_async(drv_, device, s));
         } else {
             p.reset(new pool_legacy(*drv_, device, kind));
         }
-        if (kind != GGML_CPOOL_KIND_ASYNC) {
-            // the context's stream, where consumers capture graphs: pools watch it for capture
-            stream_t s = nullptr;
-            if (stream(device, &s) == OK) {
-                p->set_stream(s);
-            }
-        }
+        p->set_stream(s);
         if (pinning_ != 0) {
             p->pin_begin(pinning_);
         }

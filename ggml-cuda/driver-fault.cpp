@@ -5,8 +5,9 @@
 namespace gcp {
 
 void fault_driver::arm(const fault_spec & spec) {
+    fault_spec                  copy = spec; // may throw: the armed spec stays whole until here
     std::lock_guard<std::mutex> lock(mutex_);
-    spec_ = spec;
+    spec_ = std::move(copy);
     rng_.seed(spec.seed);
     std::fill(std::begin(seen_), std::end(seen_), 0);
     seen_any_     = 0;

@@ -91,11 +91,11 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
     return OK;
 }
 
-void pool_async::do_free(void * ptr, size_t actual) {
+void pool_async::do_free(void * ptr, size_t actual) noexcept {
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
-        deferred_.push_back({ ptr, actual });
+        deferred_.push_back({ ptr, actual }); // within the room alloc made
     }
 }
 

@@ -20,7 +20,9 @@ class pool_async final : public pool {
 
   protected:
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) override;
+    void   do_free(void * ptr, size_t actual) noexcept override;
+    // every buffer handed out may be held back (pinned, capturing, or the driver refused it)
+    void   room_for_frees(size_t buffers) override { reserve_at_least(deferred_, deferred_.size() + buffers); }
     size_t cached_bytes() const override;
     size_t deferred_bytes() const;
 

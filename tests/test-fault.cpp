@@ -2,8 +2,8 @@
 // the pools, and the fault-site sweep (every driver call of an LLM workload made to fail in
 // turn, alone and with every later call).
 
-#include "../tools/llm-pass.h"
 #include "harness.h"
+#include "sweep-workload.h"
 
 #include <cstdio>
 #include <tuple>
@@ -266,30 +266,12 @@ TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
     ggml_cpool_ctx_free(ctx);
 }
 
-// The sweep. The workload: a prompt pass, then decode steps, then a trim, on a device small
-// enough that the K/V growth needs reclaim in the legacy pools.
-constexpr llm_shape SWEEP_MODEL    = { 6, 512, 1408, 512 };
-constexpr size_t    SWEEP_CAPACITY = 4 * MiB;
+// The sweep, over the shared workload (sweep-workload.h)
+constexpr llm_shape SWEEP_MODEL        = { 6, 512, 1408, 512 };
+constexpr int       SWEEP_DECODE_STEPS = 16;
 
-struct sweep_run {
-    int  errors;      // statuses returned to the caller
-    bool trimmed;     // trim succeeded
-};
-
-// two requests: a prompt, decode steps (their K/V outgrowing the last buffers), a trim as a host
-// under memory pressure would, then a second, longer prompt and its decode steps
-sweep_run workload(ggml_cpool_t pool) {
-    sweep_run r{ 0, true };
-    for (int prompt : { 96, 200 }) {
-        int ctx = prompt;
-        r.errors += llm_forward(pool, SWEEP_MODEL, false, prompt, ctx);
-        for (int t = 0; t < 16; t++) {
-            ctx += 40; // a speculative decoder's stride
-            r.errors += llm_forward(pool, SWEEP_MODEL, t % 2 == 0, 1, ctx);
-        }
-        r.trimmed = ggml_cpool_trim(pool) == GGML_CPOOL_STATUS_OK && r.trimmed;
-    }
-    return r;
+sweep::run workload(ggml_cpool_t pool) {
+    return sweep::workload(pool, SWEEP_MODEL, SWEEP_DECODE_STEPS);
 }
 
 TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
@@ -297,7 +279,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
         ggml_cpool_ctx_free(ctx_);
         ggml_cpool_driver_release(fault_);
         ggml_cpool_driver_release(inner_);
-        auto p = sim_params(SWEEP_CAPACITY);
+        auto p = sim_params(sweep::CAPACITY);
         ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner_), GGML_CPOOL_STATUS_OK);
         fault_ = fault_over(inner_, "");
         ctx_   = make_ctx(fault_, kind_);
@@ -307,7 +289,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
     ggml_cpool_ctx_t  clean      = make_ctx(fault_, kind_);
     ggml_cpool_t      clean_pool = pool_of(clean); // created (with its stream) before counting, as below
     uint64_t          calls0     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
-    sweep_run         base       = workload(clean_pool);
+    sweep::run        base       = workload(clean_pool);
     const uint64_t    K     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
     ggml_cpool_stats  cs    = stats_of(clean_pool);
     ggml_cpool_ctx_free(clean);
@@ -326,7 +308,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
             ggml_cpool_ctx_t ctx  = make_ctx(fault_, kind_);
             ggml_cpool_t     pool = pool_of(ctx);
             ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
-            sweep_run r = workload(pool);
+            sweep::run r = workload(pool);
             ASSERT_GE(ggml_cpool_driver_faults_fired(fault_), 1u) << spec << ": the fault site was reached";
             ASSERT_FALSE(ggml_cpool_driver_error_latched(fault_)) << spec << ": every failure was cleared";
             ggml_cpool_driver_set_faults(fault_, nullptr);
