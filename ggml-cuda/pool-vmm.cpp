@@ -53,9 +53,9 @@ bool pool_vmm::release_orphans() {
             o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
         }
         if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
-            if (o.reserved) {
+            if (o.reserved) { // its addresses went when it was unmapped
                 held_ -= o.size;
-                on_driver_free(o.size);
+                on_released(o.size);
             }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
             continue;
@@ -169,6 +169,7 @@ bool pool_vmm::unmap_last_chunk() {
     }
     chunks_.pop_back();
     mapped_ -= c.size;
+    on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
     if (drv_.vmm_release(device_, c.handle) != OK) {
         // still the driver's memory held for this pool: reserved until the retry releases it
         drv_.clear_error();
@@ -177,7 +178,7 @@ bool pool_vmm::unmap_last_chunk() {
         held_ += c.size;
         return true;
     }
-    on_driver_free(c.size);
+    on_released(c.size);
     return true;
 }
 

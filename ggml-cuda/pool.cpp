@@ -155,10 +155,9 @@ void pool::on_driver_alloc(size_t bytes) {
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
 }
 
-void pool::on_driver_free(size_t bytes) {
+void pool::on_released(size_t bytes) {
     stats_.driver_frees++;
     stats_.reserved_bytes -= bytes;
-    stats_.generation++;
 }
 
 void pool::release_live() {

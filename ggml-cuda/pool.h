@@ -51,7 +51,15 @@ class pool {
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
     void on_driver_alloc(size_t bytes);
-    void on_driver_free(size_t bytes);
+    void on_driver_free(size_t bytes) {
+        on_addresses_gone();
+        on_released(bytes);
+    }
+    // addresses the pool handed out no longer reach memory (a graph using them must be
+    // recaptured): the generation moves
+    void on_addresses_gone() { stats_.generation++; }
+    // bytes the driver took back
+    void on_released(size_t bytes);
     // bytes held for reuse, from the pool's own structures
     virtual size_t cached_bytes() const = 0;
 

@@ -251,6 +251,19 @@ TEST_P(Faults, TrimFailuresKeepMemoryAccountedAndRetry) {
     }
 }
 
+TEST_P(VmmFaults, AnUnmapWhoseReleaseFailsMovesTheGenerationAtOnce) {
+    buf a = alloc(pool_, 6 * MiB);
+    release(pool_, a);
+    const uint64_t before = ggml_cpool_generation(pool_);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "fail=release:1"), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_DRIVER_ERROR) << "unmapped, the handle kept";
+    EXPECT_GT(ggml_cpool_generation(pool_), before) << "the old addresses fault already: graphs must be recaptured";
+    EXPECT_EQ(ggml_cpool_ctx_generation(ctx_), ggml_cpool_generation(pool_));
+    expect_consistent(pool_);
+    ggml_cpool_driver_set_faults(fault_, nullptr);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "released on the retry";
+}
+
 TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
     clean_env  env;
     scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot=1MiB");
