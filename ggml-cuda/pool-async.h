@@ -30,8 +30,9 @@ class pool_async final : public pool {
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
 
     // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
-    // shrinkage as memory given back (the generation moves)
-    bool   observe();
+    // shrinkage as memory given back (the generation moves). `pending`: bytes of an allocation
+    // about to become live, which the device pool already holds
+    bool   observe(size_t pending = 0);
     void   on_unpinned() override { drain(); }
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
     void   drain(bool force = false);
