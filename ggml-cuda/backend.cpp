@@ -27,12 +27,13 @@ constexpr bool NO_VMM_BUILD = false;
 constexpr size_t SIM_PAGE = 4096;
 
 static status check_sim_params(const ggml_cpool_sim_params & sim) {
+    // a granularity above the largest request would overflow the rounding of a VMM range
     if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
-        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 ||
+        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 || sim.granularity > MAX_REQUEST ||
         (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
         GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
-                      "of %zu, platform %d)",
-                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE,
+                      "of %zu up to %zu, platform %d)",
+                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE, MAX_REQUEST,
                       raw_enum(sim.platform));
         return INVALID_ARGUMENT;
     }
