@@ -66,7 +66,7 @@ status apply_env_faults(std::shared_ptr<driver> * drv) {
         return OK;
     }
     fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, ENV_FAULT);
+    status     st = parse_fault_spec(text, &spec, ENV_FAULT, "no context created");
     if (st != OK) {
         return st;
     }

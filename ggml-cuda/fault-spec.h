@@ -7,7 +7,7 @@
 //   on=<call>             ... of this kind only (default: any)
 //   seed=<n>              ... drawn from this seed (default 1)
 //   limit=<n>             at most n faults fire in all
-// <call> is malloc, free, sync, reserve, unreserve, create, release, map, unmap, access or any;
+// <call> is one of call_name's names or any; numbers are plain decimals (no sign, no space);
 // <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G; KB, MB, GB as powers of 2).
 
 #include "driver.h"
@@ -37,8 +37,9 @@ struct fault_spec {
 };
 
 // an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
-// that names where the text came from
-status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec");
+// that names where the text came from and what follows from the refusal
+status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec",
+                        const char * outcome = "no faults armed");
 
 // "2.36MiB" -> bytes; false when malformed
 bool parse_size(const char * text, size_t * out);

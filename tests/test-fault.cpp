@@ -38,16 +38,30 @@ TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
     for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
                                "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
-                               "limit=", "bogus=1", "fail=malloc:3;oops" }) {
+                               "limit=", "bogus=1", "fail=malloc:3;oops",
+                               // numbers are plain decimals: no sign, no space, nothing strtod reads besides
+                               "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0",
+                               "oneshot= 1MiB", "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
         log_capture         log;
         ggml_cpool_driver_t f = nullptr;
         EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;
         EXPECT_EQ(f, nullptr);
         EXPECT_EQ(log.lines().size(), 1u) << spec;
     }
-    // re-arming with a malformed spec keeps the faults that were armed
+    // re-arming with a malformed spec keeps the faults that were armed, and says so
     ggml_cpool_driver_t f = fault_over(inner, "fail=malloc:1");
-    EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    {
+        log_capture log;
+        EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+        EXPECT_EQ(log.count("cannot read 'fail=malloc' .*; the previous spec stays armed$"), 1u);
+        EXPECT_EQ(log.lines().size(), 1u);
+    }
+    ggml_cpool_ctx_t ctx    = make_ctx(f, GGML_CPOOL_KIND_LEGACY);
+    void *           ptr    = nullptr;
+    size_t           actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_of(ctx), 1 * MiB, 0, &ptr, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(f), 1u) << "the previous spec fired";
+    ggml_cpool_ctx_free(ctx);
     EXPECT_EQ(ggml_cpool_driver_set_faults(inner, "fail=malloc:1"), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
         << "the sim driver is no fault driver";
     ggml_cpool_driver_release(f);
