@@ -47,6 +47,8 @@ template <typename E> int raw_enum(const E & e) {
 }
 
 // "CUDA" or "HIP": the prefix of every pool log line
-const char * platform_name(ggml_cpool_platform p);
+constexpr const char * platform_name(ggml_cpool_platform p) {
+    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
+}
 
 } // namespace gcp

@@ -7,10 +7,6 @@
 
 namespace gcp {
 
-const char * platform_name(ggml_cpool_platform p) {
-    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
-}
-
 const char * pool::name() const {
     if (name_[0] == '\0') {
         snprintf(name_, sizeof(name_), "%s pool[%d]", platform_name(drv_.platform()), device_);
