@@ -1,7 +1,7 @@
 #pragma once
 // The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
 // separated by ';':
-//   oneshot=<size>        the next device allocation (malloc, create) of at least size fails once
+//   oneshot=<size>        the next device allocation (malloc, create, malloc_async) of at least size fails once
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...
 //   on=<call>             ... of this kind only (default: any)
