@@ -28,12 +28,13 @@ constexpr bool NO_VMM_BUILD = false;
 constexpr size_t SIM_PAGE = 4096;
 
 static status check_sim_params(const ggml_cpool_sim_params & sim) {
+    // a granularity above the largest request would overflow the rounding of a VMM range
     if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
-        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 ||
+        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 || sim.granularity > MAX_REQUEST ||
         (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
         GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
-                      "of %zu, platform %d)",
-                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE,
+                      "of %zu up to %zu, platform %d)",
+                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE, MAX_REQUEST,
                       raw_enum(sim.platform));
         return INVALID_ARGUMENT;
     }
@@ -66,7 +67,7 @@ status apply_env_faults(std::shared_ptr<driver> * drv) {
         return OK;
     }
     fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, ENV_FAULT);
+    status     st = parse_fault_spec(text, &spec, ENV_FAULT, "no context created");
     if (st != OK) {
         return st;
     }
@@ -172,7 +173,7 @@ status backend::pin_begin(uint64_t * graph) {
                       (unsigned long long) pinning_);
         return INVALID_ARGUMENT;
     }
-    graphs_.push_back(next_graph_);
+    graphs_.push_back(next_graph_); // may throw: nothing changed yet
     pinning_ = next_graph_++;
     each_pool([&](pool & p) { p.pin_begin(pinning_); });
     *graph = pinning_;

@@ -3,6 +3,7 @@
 
 #include "ggml-cuda-pool.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,14 @@ constexpr size_t MAX_REQUEST = size_t(1) << 60;
 // round x up to a multiple of align; x <= MAX_REQUEST, so this cannot overflow
 constexpr size_t round_up(size_t x, size_t align) { return (x + align - 1) / align * align; }
 
+// room for at least `need` elements, grown geometrically so that a run of calls rarely
+// allocates; may throw std::bad_alloc, leaving v as it was
+template <typename V> void reserve_at_least(V & v, size_t need) {
+    if (v.capacity() < need) {
+        v.reserve(std::max(need, 2 * v.capacity()));
+    }
+}
+
 inline double to_mib(size_t bytes) { return double(bytes) / double(MiB); }
 
 // the integer a caller stored in an enum field, read without assuming it is one of the
@@ -38,6 +47,8 @@ template <typename E> int raw_enum(const E & e) {
 }
 
 // "CUDA" or "HIP": the prefix of every pool log line
-const char * platform_name(ggml_cpool_platform p);
+constexpr const char * platform_name(ggml_cpool_platform p) {
+    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
+}
 
 } // namespace gcp

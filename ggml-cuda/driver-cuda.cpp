@@ -95,9 +95,12 @@ status from_cu(CUresult r) {
 }
 #endif
 
+// "CUDA" or "HIP": the prefix of this build's log lines
+constexpr const char * PLATFORM = platform_name(GCP_PLATFORM);
+
 status report(status st, const char * what, int device, int code) {
     if (st == DRIVER_ERROR) {
-        GCP_LOG_ERROR("CUDA pool[%d]: %s failed with driver error %d", device, what, code);
+        GCP_LOG_ERROR("%s pool[%d]: %s failed with driver error %d", PLATFORM, device, what, code);
     }
     return st;
 }
@@ -121,8 +124,8 @@ template <typename F> status on_device(int device, F && f) {
         cudaError_t e = cudaSetDevice(prev);
         if (e != cudaSuccess) {
             (void) cudaGetLastError();
-            GCP_LOG_ERROR("CUDA pool[%d]: putting the caller's device %d back failed with driver error %d", device,
-                          prev, int(e));
+            GCP_LOG_ERROR("%s pool[%d]: putting the caller's device %d back failed with driver error %d", PLATFORM,
+                          device, prev, int(e));
         }
     }
     return st;
@@ -459,11 +462,12 @@ class cuda_driver final : public driver {
     // what this driver handed out, for outstanding() and used(); without room to record it the
     // memory is still handed out, only the leak check loses sight of it
     void track(std::unordered_map<uintptr_t, piece> & map, uintptr_t key, int device, size_t size) noexcept {
+        log_hold                    hold; // the line goes out once the lock is released
         std::lock_guard<std::mutex> lock(mutex_);
         try {
             map[key] = { device, size };
         } catch (...) {
-            GCP_LOG_ERROR("CUDA pool[%d]: no host memory to record an allocation for the leak check", device);
+            GCP_LOG_ERROR("%s pool[%d]: no host memory to record an allocation for the leak check", PLATFORM, device);
         }
     }
     void untrack(std::unordered_map<uintptr_t, piece> & map, uintptr_t key) {

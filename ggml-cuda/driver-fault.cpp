@@ -5,8 +5,9 @@
 namespace gcp {
 
 void fault_driver::arm(const fault_spec & spec) {
+    fault_spec                  copy = spec; // may throw: the armed spec stays whole until here
     std::lock_guard<std::mutex> lock(mutex_);
-    spec_ = spec;
+    spec_ = std::move(copy);
     rng_.seed(spec.seed);
     std::fill(std::begin(seen_), std::end(seen_), 0);
     seen_any_     = 0;
@@ -20,6 +21,7 @@ uint64_t fault_driver::fired() const {
 }
 
 status fault_driver::inject(call c, int device, size_t size) {
+    log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t              nth     = ++seen_[size_t(c)];
     const uint64_t              nth_any = ++seen_any_;

@@ -2,6 +2,7 @@
 
 #include "log.h"
 
+#include <new>
 #include <sys/mman.h>
 
 namespace gcp {
@@ -11,6 +12,16 @@ namespace {
 void * map_pages(size_t size, int prot) {
     void * p = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
+}
+
+// a host allocation of the sim's own records failed: as a device runtime does, the call says
+// OUT_OF_MEMORY (each call has undone what it did by then)
+template <typename F> status host_memory(F && f) {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        return OUT_OF_MEMORY;
+    }
 }
 
 } // namespace
@@ -42,20 +53,28 @@ status sim_driver::do_malloc(int device, size_t size, void ** ptr) {
     if (!valid(device) || size == 0) {
         return INVALID_ARGUMENT;
     }
-    device_state & d      = devices_[size_t(device)];
-    size_t         bytes  = round_up(size, ALIGNMENT);
-    size_t         offset = 0;
-    if (!d.arena.take(bytes, &offset)) {
-        return OUT_OF_MEMORY;
-    }
-    void * p = map_pages(bytes, PROT_READ | PROT_WRITE);
-    if (p == nullptr) {
-        d.arena.give(offset, bytes);
-        return OUT_OF_MEMORY;
-    }
-    d.allocs[p] = { offset, bytes };
-    *ptr        = p;
-    return OK;
+    return host_memory([&] {
+        device_state & d      = devices_[size_t(device)];
+        size_t         bytes  = round_up(size, ALIGNMENT);
+        size_t         offset = 0;
+        if (!d.arena.take(bytes, &offset)) {
+            return OUT_OF_MEMORY;
+        }
+        void * p = map_pages(bytes, PROT_READ | PROT_WRITE);
+        if (p == nullptr) {
+            d.arena.give(offset, bytes);
+            return OUT_OF_MEMORY;
+        }
+        try {
+            d.allocs.emplace(p, block{ offset, bytes });
+        } catch (...) {
+            munmap(p, bytes);
+            d.arena.give(offset, bytes);
+            throw;
+        }
+        *ptr = p;
+        return OK;
+    });
 }
 
 status sim_driver::do_free(int device, void * ptr) {
@@ -112,9 +131,12 @@ status sim_driver::do_stream_create(int device, stream_t * stream) {
     if (!valid(device)) {
         return INVALID_ARGUMENT;
     }
-    *stream                                   = reinterpret_cast<stream_t>(next_stream_++);
-    devices_[size_t(device)].streams[*stream] = {};
-    return OK;
+    return host_memory([&] {
+        stream_t s = reinterpret_cast<stream_t>(next_stream_++);
+        devices_[size_t(device)].streams.emplace(s, device_state::stream_state{});
+        *stream = s;
+        return OK;
+    });
 }
 
 status sim_driver::stream_capturing(int device, stream_t stream, bool * capturing) {
@@ -162,7 +184,7 @@ status sim_driver::do_malloc_async(int device, size_t size, stream_t stream, voi
     }
     device_state & d = devices_[size_t(device)];
     if (!d.streams[stream].capturing) {
-        return pool->alloc(d.arena, size, stream, ptr);
+        return host_memory([&] { return pool->alloc(d.arena, size, stream, ptr); });
     }
     // a memory node of the graph being captured: device memory of the graph's, not the pool's
     size_t bytes  = round_up(size, ALIGNMENT);
@@ -171,12 +193,18 @@ status sim_driver::do_malloc_async(int device, size_t size, stream_t stream, voi
         return OUT_OF_MEMORY;
     }
     void * p = map_pages(bytes, PROT_READ | PROT_WRITE);
-    if (p == nullptr) {
+    status st = p == nullptr ? OUT_OF_MEMORY : host_memory([&] {
+        d.graph_allocs[p] = { offset, bytes };
+        return OK;
+    });
+    if (st != OK) { // undone: nothing taken
+        if (p != nullptr) {
+            munmap(p, bytes);
+        }
         d.arena.give(offset, bytes);
-        return OUT_OF_MEMORY;
+        return st;
     }
-    d.graph_allocs[p] = { offset, bytes };
-    *ptr              = p;
+    *ptr = p;
     return OK;
 }
 
@@ -194,7 +222,7 @@ status sim_driver::do_free_async(int device, void * ptr, stream_t stream) {
         d.graph_allocs.erase(graph);
         return OK;
     }
-    return pool->free(ptr, stream);
+    return host_memory([&] { return pool->free(ptr, stream); });
 }
 
 status sim_driver::do_stream_synchronize(int device, stream_t stream) {
@@ -288,9 +316,16 @@ status sim_driver::do_vmm_reserve(int device, size_t size, uintptr_t * addr) {
     if (p == nullptr) {
         return OUT_OF_MEMORY;
     }
-    *addr                                            = reinterpret_cast<uintptr_t>(p);
-    devices_[size_t(device)].reservations[*addr] = size;
-    return OK;
+    return host_memory([&] {
+        try {
+            devices_[size_t(device)].reservations.emplace(reinterpret_cast<uintptr_t>(p), size);
+        } catch (...) {
+            munmap(p, size);
+            throw;
+        }
+        *addr = reinterpret_cast<uintptr_t>(p);
+        return OK;
+    });
 }
 
 status sim_driver::do_vmm_unreserve(int device, uintptr_t addr, size_t size) {
@@ -317,14 +352,21 @@ status sim_driver::do_vmm_create(int device, size_t size, vmm_handle * handle) {
     if (!vmm_supported(device) || size == 0 || size % params_.granularity != 0) {
         return INVALID_ARGUMENT;
     }
-    device_state & d      = devices_[size_t(device)];
-    size_t         offset = 0;
-    if (!d.arena.take(size, &offset)) {
-        return OUT_OF_MEMORY;
-    }
-    *handle            = next_handle_++;
-    d.handles[*handle] = { offset, size };
-    return OK;
+    return host_memory([&] {
+        device_state & d      = devices_[size_t(device)];
+        size_t         offset = 0;
+        if (!d.arena.take(size, &offset)) {
+            return OUT_OF_MEMORY;
+        }
+        try {
+            d.handles.emplace(next_handle_, block{ offset, size });
+        } catch (...) {
+            d.arena.give(offset, size);
+            throw;
+        }
+        *handle = next_handle_++;
+        return OK;
+    });
 }
 
 status sim_driver::do_vmm_release(int device, vmm_handle handle) {
@@ -357,8 +399,10 @@ status sim_driver::do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handl
     if (it == d.handles.end() || it->second.size != size || !in_reservation(d, addr, size) || d.mappings.count(addr)) {
         return INVALID_ARGUMENT;
     }
-    d.mappings[addr] = handle;
-    return OK;
+    return host_memory([&] {
+        d.mappings.emplace(addr, handle);
+        return OK;
+    });
 }
 
 status sim_driver::do_vmm_unmap(int device, uintptr_t addr, size_t size) {

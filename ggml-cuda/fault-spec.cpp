@@ -2,6 +2,7 @@
 
 #include "log.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -27,14 +28,38 @@ bool parse_call(const std::string & text, int * kind) {
     return false;
 }
 
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+
+// digits only: strtoull alone would skip spaces and wrap a minus sign around
 bool parse_u64(const std::string & text, uint64_t * out) {
-    if (text.empty() || text[0] == '-') {
+    if (text.empty() || !std::all_of(text.begin(), text.end(), is_digit)) {
         return false;
     }
-    char * end = nullptr;
-    errno      = 0;
-    *out       = strtoull(text.c_str(), &end, 10);
-    return errno == 0 && *end == '\0';
+    errno = 0;
+    *out  = strtoull(text.c_str(), nullptr, 10);
+    return errno == 0;
+}
+
+// a decimal number, digits with at most one point (strtod alone would skip spaces and read
+// signs, exponents, hexadecimal, inf and nan); *end is where it stops
+bool parse_decimal(const char * text, double * value, const char ** end) {
+    const char * p      = text;
+    bool         digits = false, point = false;
+    for (;; p++) {
+        if (is_digit(*p)) {
+            digits = true;
+        } else if (*p == '.' && !point) {
+            point = true;
+        } else {
+            break;
+        }
+    }
+    char * stop = nullptr;
+    *value      = digits ? strtod(text, &stop) : 0.0;
+    *end        = p;
+    return digits && stop == p;
 }
 
 // one key=value term
@@ -61,9 +86,8 @@ bool parse_term(const std::string & key, const std::string & value, fault_spec *
         return true;
     }
     if (key == "prob") {
-        char * end  = nullptr;
-        spec->prob  = strtod(value.c_str(), &end);
-        return !value.empty() && *end == '\0' && spec->prob >= 0.0 && spec->prob <= 1.0;
+        const char * end = nullptr;
+        return parse_decimal(value.c_str(), &spec->prob, &end) && *end == '\0' && spec->prob <= 1.0;
     }
     if (key == "on") {
         return parse_call(value, &spec->prob_kind);
@@ -89,9 +113,9 @@ bool parse_size(const char * text, size_t * out) {
         { "m",   1048576.0 },    { "mb", 1048576.0 },    { "mib", 1048576.0 },
         { "g",   1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
     };
-    char * end   = nullptr;
-    double value = strtod(text, &end);
-    if (end == text || !std::isfinite(value) || value < 0.0) {
+    const char * end   = nullptr;
+    double       value = 0.0;
+    if (!parse_decimal(text, &value, &end) || !std::isfinite(value)) {
         return false;
     }
     for (auto & u : units) {
@@ -107,7 +131,7 @@ bool parse_size(const char * text, size_t * out) {
     return false;
 }
 
-status parse_fault_spec(const char * text, fault_spec * out, const char * source) {
+status parse_fault_spec(const char * text, fault_spec * out, const char * source, const char * outcome) {
     fault_spec spec;
     std::string all = text ? text : "";
     size_t      start = 0;
@@ -120,8 +144,8 @@ status parse_fault_spec(const char * text, fault_spec * out, const char * source
         }
         size_t eq = term.find('=');
         if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
-            GCP_LOG_ERROR("%s '%s': cannot read '%s' (README: Fault injection); no faults armed", source,
-                          all.c_str(), term.c_str());
+            GCP_LOG_ERROR("%s '%s': cannot read '%s' (README: Fault injection); %s", source, all.c_str(),
+                          term.c_str(), outcome);
             return INVALID_ARGUMENT;
         }
     }

@@ -1,13 +1,13 @@
 #pragma once
 // The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
 // separated by ';':
-//   oneshot=<size>        the next device allocation (malloc, create) of at least size fails once
+//   oneshot=<size>        the next device allocation (malloc, create, malloc_async) of at least size fails once
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...
 //   on=<call>             ... of this kind only (default: any)
 //   seed=<n>              ... drawn from this seed (default 1)
 //   limit=<n>             at most n faults fire in all
-// <call> is malloc, free, sync, reserve, unreserve, create, release, map, unmap, access or any;
+// <call> is one of call_name's names or any; numbers are plain decimals (no sign, no space);
 // <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G; KB, MB, GB as powers of 2).
 
 #include "driver.h"
@@ -37,8 +37,9 @@ struct fault_spec {
 };
 
 // an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
-// that names where the text came from
-status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec");
+// that names where the text came from and what follows from the refusal
+status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec",
+                        const char * outcome = "no faults armed");
 
 // "2.36MiB" -> bytes; false when malformed
 bool parse_size(const char * text, size_t * out);

@@ -1,19 +1,54 @@
 #pragma once
-// Logging through the host program's callback (ggml_log_set style); stderr by default.
+// Logging through the host program's callback (ggml_log_set style); stderr by default. No lock
+// of the module is held while a line is sent: a callback may call back into the library.
 
 #include "ggml-cuda-pool.h"
 
-namespace gcp {
+#include <cstddef>
 
 #if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
+#    define GCP_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#    define GCP_PRINTF(fmt, args)
 #endif
-void log(ggml_cpool_log_level level, const char * fmt, ...);
 
+namespace gcp {
+
+void log(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(2, 3);
+
+// after it returns, no other thread is still sending a line to the previous callback
 void log_set(ggml_cpool_log_callback callback, void * user_data);
 
 // the calling thread's last warning or error line, without its newline
 const char * last_error();
+
+// Holds the log lines this thread says while it lives and sends them when the outermost hold
+// ends. Declare one before taking a lock (it is destroyed after the lock guard): a log callback
+// may call back into the library, which would wait on the lock, and a lock may be held further
+// up the stack (a driver call made under another lock). Keeps a few lines without allocating.
+class log_hold {
+  public:
+    log_hold();
+    ~log_hold();
+    log_hold(const log_hold &)             = delete;
+    log_hold & operator=(const log_hold &) = delete;
+
+    // a line said while this is the outermost hold
+    void keep(ggml_cpool_log_level level, const char * text);
+
+  private:
+    static constexpr size_t LINES      = 8;   // more than any one locked section says
+    static constexpr size_t LINE_BYTES = 256; // every line the module says under a lock is shorter
+
+    struct line {
+        ggml_cpool_log_level level;
+        char                 text[LINE_BYTES];
+    };
+    log_hold * outer_; // the hold already in place on this thread, if any
+    line       lines_[LINES];
+    size_t     count_   = 0;
+    size_t     dropped_ = 0;
+};
 
 } // namespace gcp
 

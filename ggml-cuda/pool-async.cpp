@@ -24,13 +24,16 @@ pool_async::~pool_async() {
     warm_record::instance().release();
 }
 
-bool pool_async::observe() {
+bool pool_async::observe(size_t pending) {
     size_t reserved = 0, used = 0;
     status st       = drv_.pool_usage(device_, &reserved, &used);
     if (st != OK) {
         drv_.clear_error(); // statistics only: the allocation itself went through
-        reserved = std::max(stats_.reserved_bytes, stats_.live_bytes + deferred_bytes());
+        reserved = stats_.reserved_bytes;
     }
+    // the device pool holds at least what this context has live, held back or about to hand
+    // out: never report less, even when the read failed (live + cached == reserved)
+    reserved = std::max(reserved, stats_.live_bytes + deferred_bytes() + pending);
     bool grew = reserved > stats_.reserved_bytes;
     if (grew) {
         on_driver_alloc(reserved - stats_.reserved_bytes);
@@ -97,12 +100,12 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
         observe();
         return st;
     }
-    (observe() ? stats_.misses : stats_.hits)++;
+    (observe(bytes) ? stats_.misses : stats_.hits)++;
     *actual = bytes;
     return OK;
 }
 
-void pool_async::do_free(void * ptr, size_t actual) {
+void pool_async::do_free(void * ptr, size_t actual) noexcept {
     auto graph_memory = std::find(captured_.begin(), captured_.end(), ptr);
     if (graph_memory != captured_.end()) {
         // the graph's own memory: freed in the stream's order, as the graph's free node while the
@@ -116,7 +119,7 @@ void pool_async::do_free(void * ptr, size_t actual) {
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
-        deferred_.push_back({ ptr, actual });
+        deferred_.push_back({ ptr, actual }); // within the room alloc made
     }
 }
 

@@ -22,7 +22,9 @@ class pool_async final : public pool {
 
   protected:
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) override;
+    void   do_free(void * ptr, size_t actual) noexcept override;
+    // every buffer handed out may be held back (pinned, capturing, or the driver refused it)
+    void   room_for_frees(size_t buffers) override { reserve_at_least(deferred_, deferred_.size() + buffers); }
     size_t cached_bytes() const override;
     size_t held_bytes() const override { return stats_.live_bytes + deferred_bytes(); }
     size_t deferred_bytes() const;
@@ -31,8 +33,9 @@ class pool_async final : public pool {
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
 
     // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
-    // shrinkage as memory given back (the generation moves)
-    bool   observe();
+    // shrinkage as memory given back (the generation moves). `pending`: bytes of an allocation
+    // about to become live, which the device pool already holds
+    bool   observe(size_t pending = 0);
     void   on_unpinned() override { drain(); }
     void   on_stream_change() override { drain(); }
     // an allocation while the stream is capturing: a memory node of the graph

@@ -144,7 +144,7 @@ size_t pool_legacy::flush(bool keep_pinned) {
     return freed;
 }
 
-void pool_legacy::do_free(void * ptr, size_t actual) {
+void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
     if (cache_.size() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
@@ -158,7 +158,7 @@ void pool_legacy::do_free(void * ptr, size_t actual) {
         drv_.clear_error();
         GCP_LOG_ERROR("%s: driver free of %p failed (%s); kept cached", name(), ptr, ggml_cpool_status_str(st));
     }
-    cache_.push_back({ ptr, actual, clock_ });
+    cache_.push_back({ ptr, actual, clock_ }); // within the room alloc made
     cached_ += actual;
 }
 

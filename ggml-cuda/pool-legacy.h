@@ -27,7 +27,9 @@ class pool_legacy final : public pool {
 
   protected:
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) override;
+    void   do_free(void * ptr, size_t actual) noexcept override;
+    // every buffer handed out may end up in the cache (pinned, capturing, or the driver refused it)
+    void   room_for_frees(size_t buffers) override { reserve_at_least(cache_, cache_.size() + buffers); }
     size_t cached_bytes() const override { return cached_; }
 
   private:

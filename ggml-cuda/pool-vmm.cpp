@@ -53,9 +53,9 @@ bool pool_vmm::release_orphans() {
             o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
         }
         if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
-            if (o.reserved) {
+            if (o.reserved) { // its addresses went when it was unmapped
                 held_ -= o.size;
-                on_driver_free(o.size);
+                on_released(o.size);
             }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
             continue;
@@ -67,6 +67,10 @@ bool pool_vmm::release_orphans() {
 }
 
 status pool_vmm::grow(size_t bytes) {
+    // the records this growth may need, made before the driver is asked: a chunk it maps, or an
+    // orphan it leaves, and room for every chunk to become an orphan later
+    reserve_at_least(chunks_, chunks_.size() + 1);
+    reserve_at_least(orphans_, orphans_.size() + chunks_.size() + 1);
     // a mapping left over from a failed growth still occupies the range where this one goes;
     // undoing it unmaps, which waits until no graph is being captured
     const bool capture = capturing();
@@ -112,6 +116,7 @@ status pool_vmm::grow(size_t bytes) {
 }
 
 status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+    reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
     size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
     if (base_ == 0) {
         status st = reserve();
@@ -140,7 +145,7 @@ status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
     return OK;
 }
 
-void pool_vmm::do_free(void * ptr, size_t actual) {
+void pool_vmm::do_free(void * ptr, size_t actual) noexcept {
     size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
     auto   it     = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
                                      [](const block & b, size_t off) { return b.offset < off; });
@@ -164,15 +169,16 @@ bool pool_vmm::unmap_last_chunk() {
     }
     chunks_.pop_back();
     mapped_ -= c.size;
+    on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
     if (drv_.vmm_release(device_, c.handle) != OK) {
         // still the driver's memory held for this pool: reserved until the retry releases it
         drv_.clear_error();
         GCP_LOG_ERROR("%s: releasing %.2f MiB of physical memory failed; will retry", name(), to_mib(c.size));
-        orphans_.push_back({ c.offset, c.size, c.handle, false, true });
+        orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
         held_ += c.size;
         return true;
     }
-    on_driver_free(c.size);
+    on_released(c.size);
     return true;
 }
 

@@ -23,7 +23,7 @@ class pool_vmm final : public pool {
 
   protected:
     status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) override;
+    void   do_free(void * ptr, size_t actual) noexcept override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
     size_t cached_bytes() const override { return mapped_ + held_ - stats_.live_bytes; }
 
@@ -40,7 +40,8 @@ class pool_vmm final : public pool {
     };
 
     // physical memory the driver would not take back yet: retried before growth, at trim and
-    // at destruction, so a transient driver failure leaks nothing
+    // at destruction, so a transient driver failure leaks nothing. Room for every chunk to
+    // become one is kept (grow makes it), so unmapping never needs host memory
     struct orphan {
         size_t     offset;
         size_t     size;

@@ -7,10 +7,6 @@
 
 namespace gcp {
 
-const char * platform_name(ggml_cpool_platform p) {
-    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
-}
-
 const char * pool::name() const {
     if (name_[0] == '\0') {
         snprintf(name_, sizeof(name_), "%s pool[%d]", platform_name(drv_.platform()), device_);
@@ -39,9 +35,13 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
         stats_.oom_returned++;
         return OUT_OF_MEMORY;
     }
-    *ptr      = nullptr;
-    *actual   = 0;
-    status st = do_alloc(size, flags, ptr, actual);
+    *ptr    = nullptr;
+    *actual = 0;
+    // a free must never need host memory (failing, it would lose its buffer): room for every
+    // live buffer, this one included, to come back is made before anything is taken
+    room_for_frees(live_.size() + 1);
+    const uint64_t hits = stats_.hits;
+    status         st   = do_alloc(size, flags, ptr, actual);
     if (st != OK) {
         if (st == OUT_OF_MEMORY) {
             stats_.oom_returned++;
@@ -49,24 +49,40 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
         return st;
     }
     try {
-        live_[*ptr] = *actual;
-        if (pinning_ != 0) {
-            graphs_[pinning_].push_back(*ptr);
-            pin & p = pins_[*ptr];
-            p.graphs++;
-            // an address can come back with another size: the pin covers the largest
-            p.size = std::max(p.size, *actual);
-        }
+        record(*ptr, *actual);
     } catch (...) {
-        // no room to record it: give the buffer back rather than lose it
-        live_.erase(*ptr);
+        // no room to record it: give the buffer back rather than lose it (a hit was no hit)
         do_free(*ptr, *actual);
+        stats_.hits = hits;
+        *ptr        = nullptr;
+        *actual     = 0;
         throw;
     }
     stats_.allocs++;
     stats_.live_bytes += *actual;
     stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
     return OK;
+}
+
+void pool::record(void * ptr, size_t actual) {
+    auto live = live_.emplace(ptr, actual).first;
+    if (pinning_ == 0) {
+        return;
+    }
+    try {
+        // everything that allocates first: the graph's list then never holds a buffer that
+        // was not handed out
+        std::vector<void *> & list = graphs_[pinning_];
+        reserve_at_least(list, list.size() + 1);
+        pin & p = pins_[ptr];
+        list.push_back(ptr);
+        p.graphs++;
+        // an address can come back with another size: the pin covers the largest
+        p.size = std::max(p.size, actual);
+    } catch (...) {
+        live_.erase(live);
+        throw;
+    }
 }
 
 status pool::free(void * ptr, size_t actual) {
@@ -83,7 +99,7 @@ status pool::free(void * ptr, size_t actual) {
     }
     live_.erase(it);
     stats_.live_bytes -= actual;
-    do_free(ptr, actual);
+    do_free(ptr, actual); // cannot fail: alloc made room for this buffer to come back
     return OK;
 }
 
@@ -160,10 +176,9 @@ void pool::on_driver_alloc(size_t bytes) {
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
 }
 
-void pool::on_driver_free(size_t bytes) {
+void pool::on_released(size_t bytes) {
     stats_.driver_frees++;
     stats_.reserved_bytes -= bytes;
-    stats_.generation++;
 }
 
 void pool::release_live() {

@@ -61,11 +61,23 @@ class pool {
 
     // size > 0 and <= MAX_REQUEST; on OK *actual >= size
     virtual status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
-    virtual void   do_free(void * ptr, size_t actual)                                  = 0;
+    // never allocates host memory: a free that could fail would lose its buffer
+    virtual void   do_free(void * ptr, size_t actual) noexcept                         = 0;
+    // (optional) room for `buffers` more buffers to come back through do_free without
+    // allocating; called before each allocation, may throw std::bad_alloc
+    virtual void   room_for_frees(size_t /*buffers*/) {}
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
     void on_driver_alloc(size_t bytes);
-    void on_driver_free(size_t bytes);
+    void on_driver_free(size_t bytes) {
+        on_addresses_gone();
+        on_released(bytes);
+    }
+    // addresses the pool handed out no longer reach memory (a graph using them must be
+    // recaptured): the generation moves
+    void on_addresses_gone() { stats_.generation++; }
+    // bytes the driver took back
+    void on_released(size_t bytes);
     // bytes held for reuse, from the pool's own structures
     virtual size_t cached_bytes() const = 0;
 
@@ -93,6 +105,9 @@ class pool {
     ggml_cpool_stats stats_{};
 
   private:
+    // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then
+    void record(void * ptr, size_t actual);
+
     std::unordered_map<void *, size_t> live_; // ptr -> actual size
     uint64_t                           pinning_ = 0;
     struct pin {

@@ -3,56 +3,70 @@
 // ranges coalesced. Contiguity is what makes an out-of-memory depend on fragmentation, as on a
 // device, so freeing "enough" bytes that are scattered does not always make a request fit.
 
-#include <cstddef>
+#include "common.h"
+
 #include <iterator>
-#include <map>
+#include <vector>
 
 namespace gcp {
 
 class sim_arena {
   public:
-    explicit sim_arena(size_t capacity) { free_[0] = capacity; }
+    explicit sim_arena(size_t capacity) : free_{ { 0, capacity } } {}
 
-    // first fit; false when no free range holds size
+    // first fit; false when no free range holds size. May throw std::bad_alloc, changing nothing
     bool take(size_t size, size_t * offset) {
+        // give never allocates: the free ranges are the gaps between the pieces out, at most
+        // one more than there are pieces
+        reserve_at_least(free_, pieces_ + 2);
         for (auto it = free_.begin(); it != free_.end(); ++it) {
-            if (it->second >= size) {
-                *offset          = it->first;
-                size_t rest      = it->second - size;
-                size_t rest_base = it->first + size;
-                free_.erase(it);
-                if (rest > 0) {
-                    free_[rest_base] = rest;
+            if (it->size >= size) {
+                *offset = it->offset;
+                it->offset += size;
+                it->size -= size;
+                if (it->size == 0) {
+                    free_.erase(it);
                 }
                 used_ += size;
+                pieces_++;
                 return true;
             }
         }
         return false;
     }
 
-    void give(size_t offset, size_t size) {
+    void give(size_t offset, size_t size) noexcept {
         used_ -= size;
-        auto next = free_.lower_bound(offset);
-        if (next != free_.end() && offset + size == next->first) { // merge with the range after
-            size += next->second;
-            next = free_.erase(next);
+        pieces_--;
+        auto next = free_.begin();
+        while (next != free_.end() && next->offset < offset) {
+            ++next;
         }
-        if (next != free_.begin()) { // merge with the range before
-            auto prev = std::prev(next);
-            if (prev->first + prev->second == offset) {
-                prev->second += size;
-                return;
+        const bool after  = next != free_.end() && offset + size == next->offset;
+        const bool before = next != free_.begin() && std::prev(next)->offset + std::prev(next)->size == offset;
+        if (before) {
+            std::prev(next)->size += size + (after ? next->size : 0);
+            if (after) {
+                free_.erase(next);
             }
+        } else if (after) {
+            next->offset = offset;
+            next->size += size;
+        } else {
+            free_.insert(next, { offset, size }); // within the room take made
         }
-        free_[offset] = size;
     }
 
     size_t used() const { return used_; }
 
   private:
-    size_t                   used_ = 0;
-    std::map<size_t, size_t> free_; // offset -> length
+    struct range {
+        size_t offset;
+        size_t size;
+    };
+    size_t             used_   = 0;
+    size_t             pieces_ = 0;
+    std::vector<range> free_; // ascending offsets
 };
 
 } // namespace gcp

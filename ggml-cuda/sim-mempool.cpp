@@ -32,6 +32,7 @@ status sim_mempool::alloc(sim_arena & arena, size_t size, void * stream, void **
     block b{};
     if (best != free_.end()) {
         b = *best;
+        live_.emplace(b.host, b); // may throw: nothing changed yet
         free_.erase(best);
     } else {
         if (!arena.take(bytes, &b.offset)) {
@@ -44,11 +45,17 @@ status sim_mempool::alloc(sim_arena & arena, size_t size, void * stream, void **
         }
         b.size = bytes;
         b.host = host;
+        try {
+            live_.emplace(b.host, b);
+        } catch (...) {
+            munmap(host, bytes);
+            arena.give(b.offset, bytes);
+            throw;
+        }
         reserved_ += bytes;
     }
     used_ += b.size;
-    live_[b.host] = b;
-    *ptr          = b.host;
+    *ptr = b.host;
     return OK;
 }
 
@@ -57,6 +64,7 @@ status sim_mempool::free(void * ptr, void * stream) {
     if (it == live_.end()) {
         return INVALID_ARGUMENT;
     }
+    reserve_at_least(free_, free_.size() + 1); // may throw: nothing changed yet
     block b = it->second;
     live_.erase(it);
     b.stream   = stream;

@@ -19,7 +19,8 @@ class sim_mempool {
   public:
     ~sim_mempool();
 
-    // best fit among the reusable free blocks, else new memory from the arena
+    // best fit among the reusable free blocks, else new memory from the arena; alloc and free
+    // may throw std::bad_alloc, changing nothing then
     status alloc(sim_arena & arena, size_t size, void * stream, void ** ptr);
     // INVALID_ARGUMENT for a pointer the pool did not hand out
     status free(void * ptr, void * stream);

@@ -25,7 +25,11 @@ warm_record & warm_record::instance() {
 }
 
 void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
+    log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
+    // room for this device's entry before anything changes: past this line nothing throws, so
+    // the count is never left raised by a pool that was not created
+    reserve_at_least(devices_, devices_.size() + 1);
     handles_++;
     for (const entry & e : devices_) {
         if (e.drv->identity() == drv->identity() && e.device == device) {
@@ -46,6 +50,7 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
 }
 
 void warm_record::release() {
+    log_hold                    hold;
     std::lock_guard<std::mutex> lock(mutex_);
     if (handles_ == 0 || --handles_ > 0) {
         return;

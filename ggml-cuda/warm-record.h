@@ -20,9 +20,9 @@ class warm_record {
   public:
     static warm_record & instance();
 
-    // an async pool on `device` starts
+    // an async pool on `device` starts; may throw std::bad_alloc, changing nothing then
     void acquire(const std::shared_ptr<driver> & drv, int device);
-    // an async pool ends; the last one restores every device it changed
+    // an async pool ends; the last one restores every device it changed (allocates nothing)
     void release();
 
   private:

@@ -113,8 +113,8 @@ struct sim_device {
     ggml_cpool_driver_t drv = nullptr;
 };
 
-// a context of one kind on a given driver
-inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t vmm_reserve = 0) {
+// the parameters of a context of one kind on a given driver
+inline ggml_cpool_ctx_params ctx_params(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t vmm_reserve = 0) {
     ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
     p.driver                = drv;
     for (auto & k : p.kind) {
@@ -123,7 +123,13 @@ inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, 
     if (vmm_reserve) {
         p.vmm_reserve = vmm_reserve;
     }
-    ggml_cpool_ctx_t ctx = nullptr;
+    return p;
+}
+
+// a context of one kind on a given driver
+inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t vmm_reserve = 0) {
+    ggml_cpool_ctx_params p   = ctx_params(drv, kind, vmm_reserve);
+    ggml_cpool_ctx_t      ctx = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
     return ctx;
 }

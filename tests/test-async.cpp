@@ -145,6 +145,25 @@ TEST_P(Async, AttributeFailureIsLoggedLeavesNoLatchedErrorAndAllocationCarriesOn
     ggml_cpool_driver_release(fault);
 }
 
+TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
+    ggml_cpool_driver_t fault = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_fault_create(driver_, "", &fault), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx  = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool = pool_of(ctx);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault, "fail=attr:1+"), GGML_CPOOL_STATUS_OK);
+    buf a = alloc(pool, 1 * MiB);
+    expect_consistent(pool);
+    EXPECT_GE(stats_of(pool).reserved_bytes, a.size) << "the device pool holds at least what is live";
+    buf b = alloc(pool, 3 * MiB);
+    expect_consistent(pool);
+    release(pool, a);
+    expect_consistent(pool);
+    release(pool, b);
+    ggml_cpool_driver_set_faults(fault, nullptr);
+    ggml_cpool_ctx_free(ctx);
+    ggml_cpool_driver_release(fault);
+}
+
 TEST_P(Async, ReleaseFromAThreadOnAnotherDeviceTrimsTheRightDevice) {
     if (ggml_cpool_driver_device_count(driver_) < 2) {
         GTEST_SKIP() << "needs two devices; this machine has " << ggml_cpool_driver_device_count(driver_);

@@ -3,6 +3,11 @@
 
 #include "harness.h"
 
+#include <chrono>
+#include <future>
+#include <memory>
+#include <thread>
+
 using namespace harness;
 
 namespace {
@@ -223,6 +228,61 @@ TEST(Backend, DefaultLoggerHonoursTheLevel) {
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(err.find("pool created"), std::string::npos);
     EXPECT_NE(err.find("device 5 out of range"), std::string::npos);
+}
+
+// a log callback that calls back into the library: each line asks the fault driver for its
+// count, logs a line of its own and opens an async pool (the warm record's lock)
+struct reentrant {
+    ggml_cpool_driver_t sim = nullptr, fault = nullptr;
+    int                 depth = 0, lines = 0;
+};
+
+void call_back(ggml_cpool_log_level, const char *, void * user) {
+    auto * r = static_cast<reentrant *>(user);
+    r->lines++;
+    if (r->depth++ == 0) {
+        (void) ggml_cpool_driver_faults_fired(r->fault);
+        (void) ggml_cpool_free(nullptr, nullptr, 0); // logs
+        ggml_cpool_ctx_t ctx  = make_ctx(r->sim, GGML_CPOOL_KIND_ASYNC);
+        ggml_cpool_t     pool = nullptr;
+        (void) ggml_cpool_ctx_get_pool(ctx, 0, &pool);
+        ggml_cpool_ctx_free(ctx);
+    }
+    r->depth--;
+}
+
+TEST(Backend, ALogCallbackMayCallBackIntoTheLibrary) {
+    constexpr auto DEADLINE = std::chrono::seconds(30); // a deadlock, not a slow machine
+    // on a deadlock the thread stays blocked: what it uses is left to it
+    auto r = std::make_shared<reentrant>();
+    auto p = sim_params(64 * MiB);
+    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &r->sim), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_fault_create(r->sim, "fail=malloc:1;fail=attr:1", &r->fault), GGML_CPOOL_STATUS_OK);
+    std::promise<void> done;
+    std::future<void>  finished = done.get_future();
+    std::thread        session([r, &done] {
+        ggml_cpool_log_set(call_back, r.get());
+        ggml_cpool_ctx_t legacy = make_ctx(r->fault, GGML_CPOOL_KIND_LEGACY);
+        void *           ptr    = nullptr;
+        size_t           actual = 0;
+        // an injected fault, logged by the fault driver, then the pool's own line
+        EXPECT_EQ(ggml_cpool_alloc(pool_of(legacy), 1 * MiB, 0, &ptr, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+        ggml_cpool_ctx_t async = make_ctx(r->fault, GGML_CPOOL_KIND_ASYNC);
+        pool_of(async); // a failed attribute read, logged by the warm record
+        ggml_cpool_ctx_free(async);
+        ggml_cpool_ctx_free(legacy);
+        ggml_cpool_log_set(nullptr, nullptr);
+        done.set_value();
+    });
+    if (finished.wait_for(DEADLINE) != std::future_status::ready) {
+        session.detach();
+        FAIL() << "deadlocked: the library held a lock while a log callback called back into it";
+    }
+    session.join();
+    EXPECT_GE(r->lines, 3);
+    ggml_cpool_driver_release(r->fault);
+    EXPECT_EQ(ggml_cpool_driver_outstanding(r->sim), 0u);
+    ggml_cpool_driver_release(r->sim);
 }
 
 } // namespace

@@ -91,6 +91,15 @@ const bad_case CASES[] = {
           ggml_cpool_driver_t d;
           return ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &d);
       } },
+    { "sim granularity whose rounding overflows", GGML_CPOOL_STATUS_INVALID_ARGUMENT,
+      [](world &) {
+          auto p        = sim_params(CAPACITY);
+          p.granularity = SIZE_MAX & ~size_t(4095); // a multiple of the page, but a range would round to 0
+          ggml_cpool_driver_t d = nullptr;
+          ggml_cpool_status   st = ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &d);
+          ggml_cpool_driver_release(d);
+          return st;
+      } },
     { "VMM asked of a device without it", GGML_CPOOL_STATUS_UNSUPPORTED,
       [](world &) {
           auto p          = sim_params(CAPACITY);

@@ -2,8 +2,8 @@
 // the pools, and the fault-site sweep (every driver call of an LLM workload made to fail in
 // turn, alone and with every later call).
 
-#include "../tools/llm-pass.h"
 #include "harness.h"
+#include "sweep-workload.h"
 
 #include <cstdio>
 #include <tuple>
@@ -38,16 +38,30 @@ TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
     for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
                                "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
-                               "limit=", "bogus=1", "fail=malloc:3;oops" }) {
+                               "limit=", "bogus=1", "fail=malloc:3;oops",
+                               // numbers are plain decimals: no sign, no space, nothing strtod reads besides
+                               "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0",
+                               "oneshot= 1MiB", "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
         log_capture         log;
         ggml_cpool_driver_t f = nullptr;
         EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;
         EXPECT_EQ(f, nullptr);
         EXPECT_EQ(log.lines().size(), 1u) << spec;
     }
-    // re-arming with a malformed spec keeps the faults that were armed
+    // re-arming with a malformed spec keeps the faults that were armed, and says so
     ggml_cpool_driver_t f = fault_over(inner, "fail=malloc:1");
-    EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    {
+        log_capture log;
+        EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+        EXPECT_EQ(log.count("cannot read 'fail=malloc' .*; the previous spec stays armed$"), 1u);
+        EXPECT_EQ(log.lines().size(), 1u);
+    }
+    ggml_cpool_ctx_t ctx    = make_ctx(f, GGML_CPOOL_KIND_LEGACY);
+    void *           ptr    = nullptr;
+    size_t           actual = 0;
+    EXPECT_EQ(ggml_cpool_alloc(pool_of(ctx), 1 * MiB, 0, &ptr, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(f), 1u) << "the previous spec fired";
+    ggml_cpool_ctx_free(ctx);
     EXPECT_EQ(ggml_cpool_driver_set_faults(inner, "fail=malloc:1"), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
         << "the sim driver is no fault driver";
     ggml_cpool_driver_release(f);
@@ -251,6 +265,19 @@ TEST_P(Faults, TrimFailuresKeepMemoryAccountedAndRetry) {
     }
 }
 
+TEST_P(VmmFaults, AnUnmapWhoseReleaseFailsMovesTheGenerationAtOnce) {
+    buf a = alloc(pool_, 6 * MiB);
+    release(pool_, a);
+    const uint64_t before = ggml_cpool_generation(pool_);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "fail=release:1"), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_DRIVER_ERROR) << "unmapped, the handle kept";
+    EXPECT_GT(ggml_cpool_generation(pool_), before) << "the old addresses fault already: graphs must be recaptured";
+    EXPECT_EQ(ggml_cpool_ctx_generation(ctx_), ggml_cpool_generation(pool_));
+    expect_consistent(pool_);
+    ggml_cpool_driver_set_faults(fault_, nullptr);
+    EXPECT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "released on the retry";
+}
+
 TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
     clean_env  env;
     scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot=1MiB");
@@ -266,30 +293,12 @@ TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
     ggml_cpool_ctx_free(ctx);
 }
 
-// The sweep. The workload: a prompt pass, then decode steps, then a trim, on a device small
-// enough that the K/V growth needs reclaim in the legacy pools.
-constexpr llm_shape SWEEP_MODEL    = { 6, 512, 1408, 512 };
-constexpr size_t    SWEEP_CAPACITY = 4 * MiB;
+// The sweep, over the shared workload (sweep-workload.h)
+constexpr llm_shape SWEEP_MODEL        = { 6, 512, 1408, 512 };
+constexpr int       SWEEP_DECODE_STEPS = 16;
 
-struct sweep_run {
-    int  errors;      // statuses returned to the caller
-    bool trimmed;     // trim succeeded
-};
-
-// two requests: a prompt, decode steps (their K/V outgrowing the last buffers), a trim as a host
-// under memory pressure would, then a second, longer prompt and its decode steps
-sweep_run workload(ggml_cpool_t pool) {
-    sweep_run r{ 0, true };
-    for (int prompt : { 96, 200 }) {
-        int ctx = prompt;
-        r.errors += llm_forward(pool, SWEEP_MODEL, false, prompt, ctx);
-        for (int t = 0; t < 16; t++) {
-            ctx += 40; // a speculative decoder's stride
-            r.errors += llm_forward(pool, SWEEP_MODEL, t % 2 == 0, 1, ctx);
-        }
-        r.trimmed = ggml_cpool_trim(pool) == GGML_CPOOL_STATUS_OK && r.trimmed;
-    }
-    return r;
+sweep::run workload(ggml_cpool_t pool) {
+    return sweep::workload(pool, SWEEP_MODEL, SWEEP_DECODE_STEPS);
 }
 
 TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
@@ -297,7 +306,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
         ggml_cpool_ctx_free(ctx_);
         ggml_cpool_driver_release(fault_);
         ggml_cpool_driver_release(inner_);
-        auto p = sim_params(SWEEP_CAPACITY);
+        auto p = sim_params(sweep::CAPACITY);
         ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner_), GGML_CPOOL_STATUS_OK);
         fault_ = fault_over(inner_, "");
         ctx_   = make_ctx(fault_, kind_);
@@ -307,7 +316,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
     ggml_cpool_ctx_t  clean      = make_ctx(fault_, kind_);
     ggml_cpool_t      clean_pool = pool_of(clean); // created (with its stream) before counting, as below
     uint64_t          calls0     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
-    sweep_run         base       = workload(clean_pool);
+    sweep::run        base       = workload(clean_pool);
     const uint64_t    K     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
     ggml_cpool_stats  cs    = stats_of(clean_pool);
     ggml_cpool_ctx_free(clean);
@@ -326,7 +335,7 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
             ggml_cpool_ctx_t ctx  = make_ctx(fault_, kind_);
             ggml_cpool_t     pool = pool_of(ctx);
             ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
-            sweep_run r = workload(pool);
+            sweep::run r = workload(pool);
             ASSERT_GE(ggml_cpool_driver_faults_fired(fault_), 1u) << spec << ": the fault site was reached";
             ASSERT_FALSE(ggml_cpool_driver_error_latched(fault_)) << spec << ": every failure was cleared";
             ggml_cpool_driver_set_faults(fault_, nullptr);

@@ -172,13 +172,14 @@ std::string show(const ggml_cpool_stats & s) {
 
 // runs `ops` random operations on a fresh context of `kind` over `drv`; returns a failure or ""
 // shadow: every statistic must equal the model's (a device too large to run out);
-// tight: the device runs out, reclaim and OUT_OF_MEMORY are expected, the invariants still hold
-enum class mode { shadow, tight };
+// tight: the device runs out, reclaim and OUT_OF_MEMORY are expected, the invariants still hold;
+// faults: the driver fails calls too, so an allocation may also answer DRIVER_ERROR and a trim fail
+enum class mode { shadow, tight, faults };
 
 std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, uint64_t seed, bool check_driver,
                    mode how = mode::shadow) {
     ggml_cpool_ctx_t       ctx      = make_ctx(drv, kind, CAPACITY);
-    const size_t           capacity = how == mode::tight ? TIGHT_CAPACITY : CAPACITY;
+    const size_t           capacity = how == mode::shadow ? CAPACITY : TIGHT_CAPACITY;
     ggml_cpool_t           pool = pool_of(ctx);
     std::unique_ptr<model> m;
     vmm_model *            vm = nullptr;
@@ -201,7 +202,7 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
     for (size_t i = 0; i < ops && failure.empty(); i++) {
         uint64_t r = rng();
         if (i % TRIM_EVERY == TRIM_EVERY - 1) {
-            if (ggml_cpool_trim(pool) != GGML_CPOOL_STATUS_OK) {
+            if (ggml_cpool_trim(pool) != GGML_CPOOL_STATUS_OK && how != mode::faults) {
                 failure = "trim failed";
             }
             m->trim();
@@ -211,7 +212,8 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
             bool   oa = r % 10 == 0;
             buf    b;
             ggml_cpool_status st = ggml_cpool_alloc(pool, size, oa ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0, &b.ptr, &b.size);
-            if (st == GGML_CPOOL_STATUS_OUT_OF_MEMORY && how == mode::tight) {
+            if ((st == GGML_CPOOL_STATUS_OUT_OF_MEMORY && how != mode::shadow) ||
+                (st == GGML_CPOOL_STATUS_DRIVER_ERROR && how == mode::faults)) {
                 continue;
             }
             if (st != GGML_CPOOL_STATUS_OK) {
@@ -308,6 +310,29 @@ TEST_P(Stress, ThreadsEachWithTheirOwnContextShareOneDriver) {
         EXPECT_EQ(failures[size_t(t)], "") << "thread " << t;
     }
     EXPECT_EQ(ggml_cpool_driver_used(drv, 0), 0u);
+}
+
+// the async kind shares the device's stream-ordered pool, so only the invariants are checked:
+// with pool-usage reads failing now and then, its reserved bytes still cover what is live
+TEST(StressAsync, ThreadsOverOneFaultInjectingDriverKeepTheInvariants) {
+    sim_device          device(sim_params(TIGHT_CAPACITY));
+    ggml_cpool_driver_t fault = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_fault_create(device.drv, "prob=0.5;on=attr;seed=11", &fault), GGML_CPOOL_STATUS_OK);
+    std::vector<std::string> failures(THREADS);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < THREADS; t++) {
+        threads.emplace_back([&, t] {
+            failures[size_t(t)] = stress(fault, GGML_CPOOL_KIND_ASYNC, THREAD_OPS, 200 + t, false, mode::faults);
+        });
+    }
+    for (auto & t : threads) {
+        t.join();
+    }
+    for (int t = 0; t < THREADS; t++) {
+        EXPECT_EQ(failures[size_t(t)], "") << "thread " << t;
+    }
+    EXPECT_GT(ggml_cpool_driver_faults_fired(fault), 0u);
+    ggml_cpool_driver_release(fault);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, Stress, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM),

@@ -8,6 +8,13 @@
 
 #include <vector>
 
+// the pool calls a workload makes: the C API, or a test's wrappers around it
+struct llm_calls {
+    ggml_cpool_status (*alloc)(ggml_cpool_t, size_t, uint32_t, void **, size_t *) = ggml_cpool_alloc;
+    ggml_cpool_status (*free)(ggml_cpool_t, void *, size_t)                        = ggml_cpool_free;
+    ggml_cpool_status (*trim)(ggml_cpool_t)                                        = ggml_cpool_trim;
+};
+
 struct llm_shape {
     int    layers;
     size_t embd;    // hidden width
@@ -18,7 +25,8 @@ struct llm_shape {
 // one pass over `batch` new tokens with `ctx` tokens in the cache; returns how many
 // allocations failed (the rest of that layer's group is then skipped, as a backend would abort
 // the graph)
-inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int batch, int ctx) {
+inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int batch, int ctx,
+                       const llm_calls & calls = {}) {
     constexpr size_t F16 = 2, F32 = 4;
     struct scratch {
         void * ptr;
@@ -28,7 +36,7 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
     int                  errors = 0;
     auto get = [&](size_t size, uint32_t flags) {
         scratch s{};
-        if (ggml_cpool_alloc(pool, size, flags, &s.ptr, &s.size) != GGML_CPOOL_STATUS_OK) {
+        if (calls.alloc(pool, size, flags, &s.ptr, &s.size) != GGML_CPOOL_STATUS_OK) {
             errors++;
             return false;
         }
@@ -37,7 +45,7 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
     };
     auto put_all = [&] {
         for (auto it = held.rbegin(); it != held.rend(); ++it) {
-            ggml_cpool_free(pool, it->ptr, it->size);
+            calls.free(pool, it->ptr, it->size);
         }
         held.clear();
     };

@@ -46,19 +46,37 @@ bool parse_kind(const std::string & name, ggml_cpool_kind * kind) {
     return false;
 }
 
-// one session of the model on a fresh context; prints its report row
-void run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool overallocate) {
+// whether a context can be created at all: the environment (GGML_CUDA_POOL...) is every
+// session's, so a malformed value is answered once (the library's line says which), not per row
+bool contexts_available(ggml_cpool_driver_t drv) {
+    ggml_cpool_ctx_params p   = ggml_cpool_ctx_default_params();
+    ggml_cpool_ctx_t      ctx = nullptr;
+    p.driver                  = drv;
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK) {
+        return false;
+    }
+    ggml_cpool_ctx_free(ctx);
+    return true;
+}
+
+// one session of the model on a fresh context; prints its report row; false when it failed
+bool run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool overallocate) {
     std::string label = std::string(ggml_cpool_kind_str(kind)) + (overallocate ? " 2x" : " 1x");
     ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
     p.driver                = drv;
     p.kind[0]               = kind;
-    ggml_cpool_ctx_t ctx    = nullptr;
-    ggml_cpool_t     pool   = nullptr;
-    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
-        ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK) {
-        printf("%-9s unavailable on this device\n", label.c_str());
+    ggml_cpool_ctx_t  ctx   = nullptr;
+    ggml_cpool_t      pool  = nullptr;
+    ggml_cpool_status st    = ggml_cpool_ctx_create(&p, &ctx);
+    if (st == GGML_CPOOL_STATUS_OK) {
+        st = ggml_cpool_ctx_get_pool(ctx, 0, &pool);
+    }
+    if (st != GGML_CPOOL_STATUS_OK) {
+        // a kind the device lacks (VMM on a device without it) is no failure of the demo
+        printf("%-9s %s\n", label.c_str(),
+               st == GGML_CPOOL_STATUS_UNSUPPORTED ? "unavailable on this device" : ggml_cpool_status_str(st));
         ggml_cpool_ctx_free(ctx);
-        return;
+        return st == GGML_CPOOL_STATUS_UNSUPPORTED;
     }
     const llm_shape shape  = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
     const int       errors = llm_session(pool, shape, overallocate, m.prompt, UBATCH, m.tokens);
@@ -66,6 +84,7 @@ void run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool ov
     ggml_cpool_get_stats(pool, &s);
     report(label.c_str(), s, errors);
     ggml_cpool_ctx_free(ctx);
+    return true;
 }
 
 int usage(const char * argv0) {
@@ -133,6 +152,10 @@ int main(int argc, char ** argv) {
     if (drv == nullptr && ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv) != GGML_CPOOL_STATUS_OK) {
         return 1;
     }
+    if (!contexts_available(drv)) {
+        ggml_cpool_driver_release(drv);
+        return 1;
+    }
     printf("model: %d layers, n_embd %zu, n_ff %zu; prompt %d tokens in chunks of %d, then %d decode steps\n\n",
            m.layers, m.embd, m.ff, m.prompt, UBATCH, m.tokens);
     printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "pool", "allocs", "hits", "drv-alloc", "drv-free",
@@ -152,7 +175,7 @@ int main(int argc, char ** argv) {
             continue;
         }
         for (bool overallocate : modes) {
-            run(drv, m, kind, overallocate);
+            status = run(drv, m, kind, overallocate) ? status : 1;
         }
     }
     size_t left = ggml_cpool_driver_outstanding(drv);
