@@ -28,11 +28,10 @@ status fault_driver::inject(call c, int device, size_t size) {
     if (spec_.empty() || fired_ >= spec_.limit) {
         return OK;
     }
-    const status fail = call_allocates(c) ? OUT_OF_MEMORY : DRIVER_ERROR;
+    const status fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
     const char * name = platform_name(inner_->platform());
 
-    if (spec_.oneshot && !oneshot_done_ && (c == call::malloc || c == call::vmm_create || c == call::malloc_async) &&
-        size >= spec_.oneshot_at) {
+    if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at) {
         oneshot_done_ = true;
         fired_++;
         GCP_LOG_INFO("%s pool[%d]: injected one-shot reclaim test at %.2f MiB", name, device, to_mib(size));
@@ -59,87 +58,87 @@ status fault_driver::inject(call c, int device, size_t size) {
 }
 
 status fault_driver::do_malloc(int device, size_t size, void ** ptr) {
-    return through(call::malloc, device, size, [&] { return inner_->malloc(device, size, ptr); });
+    return through(call::MALLOC, device, size, [&] { return inner_->malloc(device, size, ptr); });
 }
 
 status fault_driver::do_free(int device, void * ptr) {
-    return through(call::free, device, 0, [&] { return inner_->free(device, ptr); });
+    return through(call::FREE, device, 0, [&] { return inner_->free(device, ptr); });
 }
 
 status fault_driver::do_synchronize(int device) {
-    return through(call::synchronize, device, 0, [&] { return inner_->synchronize(device); });
+    return through(call::SYNCHRONIZE, device, 0, [&] { return inner_->synchronize(device); });
 }
 
 status fault_driver::do_vmm_reserve(int device, size_t size, uintptr_t * addr) {
-    return through(call::vmm_reserve, device, 0, [&] { return inner_->vmm_reserve(device, size, addr); });
+    return through(call::VMM_RESERVE, device, 0, [&] { return inner_->vmm_reserve(device, size, addr); });
 }
 
 status fault_driver::do_vmm_unreserve(int device, uintptr_t addr, size_t size) {
-    return through(call::vmm_unreserve, device, 0, [&] { return inner_->vmm_unreserve(device, addr, size); });
+    return through(call::VMM_UNRESERVE, device, 0, [&] { return inner_->vmm_unreserve(device, addr, size); });
 }
 
 status fault_driver::do_vmm_create(int device, size_t size, vmm_handle * handle) {
-    return through(call::vmm_create, device, size, [&] { return inner_->vmm_create(device, size, handle); });
+    return through(call::VMM_CREATE, device, size, [&] { return inner_->vmm_create(device, size, handle); });
 }
 
 status fault_driver::do_vmm_release(int device, vmm_handle handle) {
-    return through(call::vmm_release, device, 0, [&] { return inner_->vmm_release(device, handle); });
+    return through(call::VMM_RELEASE, device, 0, [&] { return inner_->vmm_release(device, handle); });
 }
 
 status fault_driver::do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
-    return through(call::vmm_map, device, 0, [&] { return inner_->vmm_map(device, addr, size, handle); });
+    return through(call::VMM_MAP, device, 0, [&] { return inner_->vmm_map(device, addr, size, handle); });
 }
 
 status fault_driver::do_vmm_unmap(int device, uintptr_t addr, size_t size) {
-    return through(call::vmm_unmap, device, 0, [&] { return inner_->vmm_unmap(device, addr, size); });
+    return through(call::VMM_UNMAP, device, 0, [&] { return inner_->vmm_unmap(device, addr, size); });
 }
 
 status fault_driver::do_vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
-    return through(call::vmm_access, device, 0, [&] { return inner_->vmm_access(device, addr, size, accessor); });
+    return through(call::VMM_ACCESS, device, 0, [&] { return inner_->vmm_access(device, addr, size, accessor); });
 }
 
 status fault_driver::do_stream_create(int device, stream_t * stream) {
-    return through(call::stream, device, 0, [&] { return inner_->stream_create(device, stream); });
+    return through(call::STREAM, device, 0, [&] { return inner_->stream_create(device, stream); });
 }
 
 status fault_driver::do_stream_destroy(int device, stream_t stream) {
-    return through(call::stream, device, 0, [&] { return inner_->stream_destroy(device, stream); });
+    return through(call::STREAM, device, 0, [&] { return inner_->stream_destroy(device, stream); });
 }
 
 status fault_driver::do_malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
-    return through(call::malloc_async, device, size, [&] { return inner_->malloc_async(device, size, stream, ptr); });
+    return through(call::MALLOC_ASYNC, device, size, [&] { return inner_->malloc_async(device, size, stream, ptr); });
 }
 
 status fault_driver::do_free_async(int device, void * ptr, stream_t stream) {
-    return through(call::free_async, device, 0, [&] { return inner_->free_async(device, ptr, stream); });
+    return through(call::FREE_ASYNC, device, 0, [&] { return inner_->free_async(device, ptr, stream); });
 }
 
 status fault_driver::do_stream_synchronize(int device, stream_t stream) {
-    return through(call::stream_sync, device, 0, [&] { return inner_->stream_synchronize(device, stream); });
+    return through(call::STREAM_SYNC, device, 0, [&] { return inner_->stream_synchronize(device, stream); });
 }
 
 status fault_driver::do_pool_threshold(int device, uint64_t * threshold) {
-    return through(call::pool_attr, device, 0, [&] { return inner_->pool_threshold(device, threshold); });
+    return through(call::POOL_ATTR, device, 0, [&] { return inner_->pool_threshold(device, threshold); });
 }
 
 status fault_driver::do_pool_set_threshold(int device, uint64_t threshold) {
-    return through(call::pool_attr, device, 0, [&] { return inner_->pool_set_threshold(device, threshold); });
+    return through(call::POOL_ATTR, device, 0, [&] { return inner_->pool_set_threshold(device, threshold); });
 }
 
 status fault_driver::do_pool_reuse(int device, uint32_t * policies) {
-    return through(call::pool_attr, device, 0, [&] { return inner_->pool_reuse(device, policies); });
+    return through(call::POOL_ATTR, device, 0, [&] { return inner_->pool_reuse(device, policies); });
 }
 
 status fault_driver::do_pool_set_reuse(int device, uint32_t policies) {
-    return through(call::pool_attr, device, 0, [&] { return inner_->pool_set_reuse(device, policies); });
+    return through(call::POOL_ATTR, device, 0, [&] { return inner_->pool_set_reuse(device, policies); });
 }
 
 status fault_driver::do_pool_usage(int device, size_t * reserved, size_t * used) {
-    return through(call::pool_attr, device, 0, [&] { return inner_->pool_usage(device, reserved, used); });
+    return through(call::POOL_ATTR, device, 0, [&] { return inner_->pool_usage(device, reserved, used); });
 }
 
 status fault_driver::do_pool_trim(int device, size_t keep) {
-    return through(call::pool_trim, device, 0, [&] { return inner_->pool_trim(device, keep); });
+    return through(call::POOL_TRIM, device, 0, [&] { return inner_->pool_trim(device, keep); });
 }
 
 } // namespace gcp

@@ -4,9 +4,16 @@ namespace gcp {
 
 namespace {
 
-const char * const CALL_NAMES[CALL_KINDS] = {
-    "malloc", "free", "sync", "reserve", "unreserve", "create", "release", "map", "unmap", "access",
-    "stream", "malloc_async", "free_async", "stream_sync", "attr", "pool_trim",
+constexpr const char * CALL_NAMES[CALL_KINDS] = {
+#define GCP_CALL(name, spec, takes) spec,
+    GGML_CPOOL_CALLS(GCP_CALL)
+#undef GCP_CALL
+};
+
+constexpr takes CALL_TAKES[CALL_KINDS] = {
+#define GCP_CALL(name, spec, what) takes::what,
+    GGML_CPOOL_CALLS(GCP_CALL)
+#undef GCP_CALL
 };
 
 } // namespace
@@ -15,9 +22,8 @@ const char * call_name(call c) {
     return size_t(c) < CALL_KINDS ? CALL_NAMES[size_t(c)] : "any";
 }
 
-bool call_allocates(call c) {
-    return c == call::malloc || c == call::vmm_reserve || c == call::vmm_create || c == call::vmm_map ||
-           c == call::malloc_async;
+takes call_takes(call c) {
+    return size_t(c) < CALL_KINDS ? CALL_TAKES[size_t(c)] : takes::NOTHING;
 }
 
 uint64_t driver::calls() const {

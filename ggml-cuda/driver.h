@@ -13,33 +13,22 @@
 
 namespace gcp {
 
+// the driver calls, from the table in the public header (GGML_CPOOL_CALLS)
 enum class call : int {
-    malloc        = GGML_CPOOL_CALL_MALLOC,
-    free          = GGML_CPOOL_CALL_FREE,
-    synchronize   = GGML_CPOOL_CALL_SYNCHRONIZE,
-    vmm_reserve   = GGML_CPOOL_CALL_VMM_RESERVE,
-    vmm_unreserve = GGML_CPOOL_CALL_VMM_UNRESERVE,
-    vmm_create    = GGML_CPOOL_CALL_VMM_CREATE,
-    vmm_release   = GGML_CPOOL_CALL_VMM_RELEASE,
-    vmm_map       = GGML_CPOOL_CALL_VMM_MAP,
-    vmm_unmap     = GGML_CPOOL_CALL_VMM_UNMAP,
-    vmm_access    = GGML_CPOOL_CALL_VMM_ACCESS,
-    stream        = GGML_CPOOL_CALL_STREAM,
-    malloc_async  = GGML_CPOOL_CALL_MALLOC_ASYNC,
-    free_async    = GGML_CPOOL_CALL_FREE_ASYNC,
-    stream_sync   = GGML_CPOOL_CALL_STREAM_SYNC,
-    pool_attr     = GGML_CPOOL_CALL_POOL_ATTR,
-    pool_trim     = GGML_CPOOL_CALL_POOL_TRIM,
-    count         = GGML_CPOOL_CALL_COUNT,
+#define GCP_CALL(name, spec, takes) name = GGML_CPOOL_CALL_##name,
+    GGML_CPOOL_CALLS(GCP_CALL)
+#undef GCP_CALL
+    COUNT = GGML_CPOOL_CALL_COUNT,
 };
 
-constexpr size_t CALL_KINDS = size_t(call::count);
+constexpr size_t CALL_KINDS = size_t(call::COUNT);
 
-// the name fault specs use: malloc, free, sync, reserve, unreserve, create, release, map, unmap,
-// access, stream, malloc_async, free_async, stream_sync, attr, pool_trim
+// what a call takes from the device (the table's third column)
+enum class takes { NOTHING, RESOURCE, MEMORY };
+
+// the name fault specs use ("malloc", "sync", ...); "any" past the table
 const char * call_name(call c);
-// calls that obtain device memory: an injected failure of one is an out-of-memory
-bool         call_allocates(call c);
+takes        call_takes(call c);
 
 // an opaque physical-memory handle of the VMM calls
 using vmm_handle = uint64_t;
@@ -65,14 +54,14 @@ class driver {
 
     // plain allocations; OUT_OF_MEMORY when the device is full
     status malloc(int device, size_t size, void ** ptr) {
-        return noted(call::malloc, do_malloc(device, size, ptr));
+        return noted(call::MALLOC, do_malloc(device, size, ptr));
     }
     status free(int device, void * ptr) {
-        return noted(call::free, do_free(device, ptr));
+        return noted(call::FREE, do_free(device, ptr));
     }
     // wait until no queued work on the device can still touch pool memory
     status synchronize(int device) {
-        return noted(call::synchronize, do_synchronize(device));
+        return noted(call::SYNCHRONIZE, do_synchronize(device));
     }
     // forget a latched error, so that it is not reported against an unrelated later call
     void clear_error() {
@@ -84,64 +73,64 @@ class driver {
     virtual bool   vmm_supported(int device) const   = 0;
     virtual size_t vmm_granularity(int device) const = 0;
     status vmm_reserve(int device, size_t size, uintptr_t * addr) {
-        return noted(call::vmm_reserve, do_vmm_reserve(device, size, addr));
+        return noted(call::VMM_RESERVE, do_vmm_reserve(device, size, addr));
     }
     status vmm_unreserve(int device, uintptr_t addr, size_t size) {
-        return noted(call::vmm_unreserve, do_vmm_unreserve(device, addr, size));
+        return noted(call::VMM_UNRESERVE, do_vmm_unreserve(device, addr, size));
     }
     status vmm_create(int device, size_t size, vmm_handle * handle) {
-        return noted(call::vmm_create, do_vmm_create(device, size, handle));
+        return noted(call::VMM_CREATE, do_vmm_create(device, size, handle));
     }
     status vmm_release(int device, vmm_handle handle) {
-        return noted(call::vmm_release, do_vmm_release(device, handle));
+        return noted(call::VMM_RELEASE, do_vmm_release(device, handle));
     }
     status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
-        return noted(call::vmm_map, do_vmm_map(device, addr, size, handle));
+        return noted(call::VMM_MAP, do_vmm_map(device, addr, size, handle));
     }
     status vmm_unmap(int device, uintptr_t addr, size_t size) {
-        return noted(call::vmm_unmap, do_vmm_unmap(device, addr, size));
+        return noted(call::VMM_UNMAP, do_vmm_unmap(device, addr, size));
     }
     // make [addr, addr+size) readable and writable from device `accessor`
     status vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
-        return noted(call::vmm_access, do_vmm_access(device, addr, size, accessor));
+        return noted(call::VMM_ACCESS, do_vmm_access(device, addr, size, accessor));
     }
 
     // stream-ordered allocation from the device's default pool
     virtual bool async_supported(int device) const = 0;
     status stream_create(int device, stream_t * stream) {
-        return noted(call::stream, do_stream_create(device, stream));
+        return noted(call::STREAM, do_stream_create(device, stream));
     }
     status stream_destroy(int device, stream_t stream) {
-        return noted(call::stream, do_stream_destroy(device, stream));
+        return noted(call::STREAM, do_stream_destroy(device, stream));
     }
     status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
-        return noted(call::malloc_async, do_malloc_async(device, size, stream, ptr));
+        return noted(call::MALLOC_ASYNC, do_malloc_async(device, size, stream, ptr));
     }
     status free_async(int device, void * ptr, stream_t stream) {
-        return noted(call::free_async, do_free_async(device, ptr, stream));
+        return noted(call::FREE_ASYNC, do_free_async(device, ptr, stream));
     }
     status stream_synchronize(int device, stream_t stream) {
-        return noted(call::stream_sync, do_stream_synchronize(device, stream));
+        return noted(call::STREAM_SYNC, do_stream_synchronize(device, stream));
     }
     status pool_threshold(int device, uint64_t * threshold) {
-        return noted(call::pool_attr, do_pool_threshold(device, threshold));
+        return noted(call::POOL_ATTR, do_pool_threshold(device, threshold));
     }
     status pool_set_threshold(int device, uint64_t threshold) {
-        return noted(call::pool_attr, do_pool_set_threshold(device, threshold));
+        return noted(call::POOL_ATTR, do_pool_set_threshold(device, threshold));
     }
     status pool_reuse(int device, uint32_t * policies) {
-        return noted(call::pool_attr, do_pool_reuse(device, policies));
+        return noted(call::POOL_ATTR, do_pool_reuse(device, policies));
     }
     status pool_set_reuse(int device, uint32_t policies) {
-        return noted(call::pool_attr, do_pool_set_reuse(device, policies));
+        return noted(call::POOL_ATTR, do_pool_set_reuse(device, policies));
     }
     // bytes the pool holds from the device, and of those the bytes allocated
     status pool_usage(int device, size_t * reserved, size_t * used) {
-        return noted(call::pool_attr, do_pool_usage(device, reserved, used));
+        return noted(call::POOL_ATTR, do_pool_usage(device, reserved, used));
     }
     // give unused pool memory back until at most max(keep, used) stays
     status pool_trim(int device, size_t keep) {
-        return noted(call::pool_trim, do_pool_trim(device, keep));
+        return noted(call::POOL_TRIM, do_pool_trim(device, keep));
     }
 
     // whether kernels on `peer` can reach memory of `device`

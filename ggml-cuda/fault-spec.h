@@ -1,14 +1,15 @@
 #pragma once
 // The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
 // separated by ';':
-//   oneshot=<size>        the next device allocation (malloc, create, malloc_async) of at least size fails once
+//   oneshot=<size>        the next call that takes device memory (GGML_CPOOL_CALLS: MEMORY) of at
+//                         least size fails once
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...
 //   on=<call>             ... of this kind only (default: any)
 //   seed=<n>              ... drawn from this seed (default 1)
 //   limit=<n>             at most n faults fire in all
-// <call> is one of call_name's names or any; numbers are plain decimals (no sign, no space);
-// <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G; KB, MB, GB as powers of 2).
+// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool.h) or any; numbers are plain decimals
+// (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G; KB, MB, GB as powers of 2).
 
 #include "driver.h"
 

@@ -70,24 +70,33 @@ enum ggml_cpool_log_level {
     GGML_CPOOL_LOG_ERROR = 3,
 };
 
-// the driver calls, for counters and fault injection
+// The driver calls, one row each: X(NAME, "spec name", takes). The enum below, the names fault
+// specs use (README: Fault injection) and the per-call counters all come from this table.
+// takes: MEMORY, device memory of the size asked (a one-shot fault fires on it); RESOURCE,
+// something else the device can run out of; NOTHING. An injected failure of a call that takes
+// something is an out-of-memory, of any other a driver error.
+#define GGML_CPOOL_CALLS(X)                                                                       \
+    X(MALLOC,        "malloc",       MEMORY)                                                       \
+    X(FREE,          "free",         NOTHING)                                                      \
+    X(SYNCHRONIZE,   "sync",         NOTHING)  /* the whole device */                              \
+    X(VMM_RESERVE,   "reserve",      RESOURCE) /* a virtual address range */                       \
+    X(VMM_UNRESERVE, "unreserve",    NOTHING)                                                      \
+    X(VMM_CREATE,    "create",       MEMORY)   /* physical memory for a range */                   \
+    X(VMM_RELEASE,   "release",      NOTHING)                                                      \
+    X(VMM_MAP,       "map",          RESOURCE)                                                     \
+    X(VMM_UNMAP,     "unmap",        NOTHING)                                                      \
+    X(VMM_ACCESS,    "access",       NOTHING)                                                      \
+    X(STREAM,        "stream",       NOTHING)  /* create or destroy a stream */                    \
+    X(MALLOC_ASYNC,  "malloc_async", MEMORY)                                                       \
+    X(FREE_ASYNC,    "free_async",   NOTHING)                                                      \
+    X(STREAM_SYNC,   "stream_sync",  NOTHING)                                                      \
+    X(POOL_ATTR,     "attr",         NOTHING)  /* read or set a stream-ordered pool attribute */   \
+    X(POOL_TRIM,     "pool_trim",    NOTHING)
+
 enum ggml_cpool_call {
-    GGML_CPOOL_CALL_MALLOC = 0,
-    GGML_CPOOL_CALL_FREE,
-    GGML_CPOOL_CALL_SYNCHRONIZE,
-    GGML_CPOOL_CALL_VMM_RESERVE,
-    GGML_CPOOL_CALL_VMM_UNRESERVE,
-    GGML_CPOOL_CALL_VMM_CREATE,
-    GGML_CPOOL_CALL_VMM_RELEASE,
-    GGML_CPOOL_CALL_VMM_MAP,
-    GGML_CPOOL_CALL_VMM_UNMAP,
-    GGML_CPOOL_CALL_VMM_ACCESS,
-    GGML_CPOOL_CALL_STREAM,       // create or destroy a stream
-    GGML_CPOOL_CALL_MALLOC_ASYNC,
-    GGML_CPOOL_CALL_FREE_ASYNC,
-    GGML_CPOOL_CALL_STREAM_SYNC,
-    GGML_CPOOL_CALL_POOL_ATTR,    // read or set a stream-ordered pool attribute
-    GGML_CPOOL_CALL_POOL_TRIM,
+#define GGML_CPOOL_CALL_ENUM(name, spec, takes) GGML_CPOOL_CALL_##name,
+    GGML_CPOOL_CALLS(GGML_CPOOL_CALL_ENUM)
+#undef GGML_CPOOL_CALL_ENUM
     GGML_CPOOL_CALL_COUNT,
 };
 
