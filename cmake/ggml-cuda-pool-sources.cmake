@@ -9,6 +9,7 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/env.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/fault-spec.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/log.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/names.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-legacy.cpp

@@ -157,7 +157,7 @@ void backend::retire(std::unique_ptr<pool> p) {
 void backend::destroy_own_stream(int device, stream_t stream) {
     if (drv_->stream_destroy(device, stream) != OK) {
         drv_->clear_error();
-        GCP_LOG_ERROR("%s pool[%d]: destroying the context's stream failed", platform_name(drv_->platform()), device);
+        GCP_LOG_ERROR("%s: destroying the context's stream failed", pool_label(drv_->platform(), device).c_str());
     }
 }
 
@@ -224,8 +224,8 @@ status backend::stream(int device, int slot, stream_t * out) {
         status   st  = drv_->stream_create(device, &own);
         if (st != OK) {
             drv_->clear_error();
-            GCP_LOG_ERROR("%s pool[%d]: creating a stream for slot %d failed (%s)", platform_name(drv_->platform()),
-                          device, slot, ggml_cpool_status_str(st));
+            GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_->platform(), device).c_str(),
+                          slot, status_name(st));
             return st;
         }
         s.stream   = own;
@@ -248,8 +248,8 @@ status backend::set_stream(int device, int slot, stream_t stream) {
         status st = drv_->stream_create(device, &next);
         if (st != OK) {
             drv_->clear_error();
-            GCP_LOG_ERROR("%s pool[%d]: creating a stream for slot %d failed (%s)", platform_name(drv_->platform()),
-                          device, slot, ggml_cpool_status_str(st));
+            GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_->platform(), device).c_str(),
+                          slot, status_name(st));
             return st;
         }
     }
@@ -279,15 +279,15 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
         k = (!no_vmm_ && drv_->vmm_supported(device)) ? GGML_CPOOL_KIND_VMM : GGML_CPOOL_KIND_LEGACY;
     }
     if (k == GGML_CPOOL_KIND_ASYNC && !drv_->async_supported(device)) {
-        GCP_LOG_ERROR("%s pool[%d]: async pool asked for, but %s", platform_name(drv_->platform()), device,
+        GCP_LOG_ERROR("%s: async pool asked for, but %s", pool_label(drv_->platform(), device).c_str(),
                       drv_->platform() == GGML_CPOOL_PLATFORM_HIP ?
                           "HIP builds compile the stream-ordered pool out" :
                           "the device has no stream-ordered memory pool");
         return UNSUPPORTED;
     }
     if (k == GGML_CPOOL_KIND_VMM && !drv_->vmm_supported(device)) {
-        GCP_LOG_ERROR("%s pool[%d]: VMM pool asked for, but the device does not support virtual memory management",
-                      platform_name(drv_->platform()), device);
+        GCP_LOG_ERROR("%s: VMM pool asked for, but the device does not support virtual memory management",
+                      pool_label(drv_->platform(), device).c_str());
         return UNSUPPORTED;
     }
     // multi-GPU guard: partial reclaim is unvalidated on multi-GPU ROCm (ROCm/rocm-systems#4817)
@@ -329,7 +329,7 @@ status backend::get_pool(int device, int slot, pool ** out) {
         if (pinning_ != 0) {
             p->pin_begin(pinning_);
         }
-        GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), ggml_cpool_kind_str(kind), slot);
+        GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), kind_name(kind), slot);
     }
     *out = p.get();
     return OK;

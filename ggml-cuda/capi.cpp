@@ -483,25 +483,11 @@ const char * ggml_cpool_last_error(void) {
 }
 
 const char * ggml_cpool_status_str(ggml_cpool_status status) {
-    switch (status) {
-        case GGML_CPOOL_STATUS_OK:               return "OK";
-        case GGML_CPOOL_STATUS_OUT_OF_MEMORY:    return "OUT_OF_MEMORY";
-        case GGML_CPOOL_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-        case GGML_CPOOL_STATUS_DRIVER_ERROR:     return "DRIVER_ERROR";
-        case GGML_CPOOL_STATUS_UNSUPPORTED:      return "UNSUPPORTED";
-    }
-    return "UNKNOWN_STATUS";
+    return gcp::status_name(status);
 }
 
 const char * ggml_cpool_kind_str(ggml_cpool_kind kind) {
-    switch (kind) {
-        case GGML_CPOOL_KIND_AUTO:   return "auto";
-        case GGML_CPOOL_KIND_VMM:    return "vmm";
-        case GGML_CPOOL_KIND_LEGACY: return "legacy";
-        case GGML_CPOOL_KIND_PLAIN:  return "plain";
-        case GGML_CPOOL_KIND_ASYNC:  return "async";
-    }
-    return "unknown";
+    return gcp::kind_name(kind);
 }
 
 } // extern "C"

@@ -1,7 +1,8 @@
 #pragma once
-// Shared vocabulary of the module: statuses, size arithmetic, log helpers.
+// Shared vocabulary of the module: statuses, size arithmetic, names.
 
 #include "ggml-cuda-pool.h"
+#include "names.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -44,11 +45,6 @@ template <typename E> int raw_enum(const E & e) {
     int v;
     std::memcpy(&v, &e, sizeof(v));
     return v;
-}
-
-// "CUDA" or "HIP": the prefix of every pool log line
-constexpr const char * platform_name(ggml_cpool_platform p) {
-    return p == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
 }
 
 } // namespace gcp

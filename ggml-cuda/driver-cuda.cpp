@@ -95,12 +95,9 @@ status from_cu(CUresult r) {
 }
 #endif
 
-// "CUDA" or "HIP": the prefix of this build's log lines
-constexpr const char * PLATFORM = platform_name(GCP_PLATFORM);
-
 status report(status st, const char * what, int device, int code) {
     if (st == DRIVER_ERROR) {
-        GCP_LOG_ERROR("%s pool[%d]: %s failed with driver error %d", PLATFORM, device, what, code);
+        GCP_LOG_ERROR("%s: %s failed with driver error %d", pool_label(GCP_PLATFORM, device).c_str(), what, code);
     }
     return st;
 }
@@ -124,8 +121,8 @@ template <typename F> status on_device(int device, F && f) {
         cudaError_t e = cudaSetDevice(prev);
         if (e != cudaSuccess) {
             (void) cudaGetLastError();
-            GCP_LOG_ERROR("%s pool[%d]: putting the caller's device %d back failed with driver error %d", PLATFORM,
-                          device, prev, int(e));
+            GCP_LOG_ERROR("%s: putting the caller's device %d back failed with driver error %d",
+                          pool_label(GCP_PLATFORM, device).c_str(), prev, int(e));
         }
     }
     return st;
@@ -467,7 +464,7 @@ class cuda_driver final : public driver {
         try {
             map[key] = { device, size };
         } catch (...) {
-            GCP_LOG_ERROR("%s pool[%d]: no host memory to record an allocation for the leak check", PLATFORM, device);
+            GCP_LOG_ERROR("%s: no host memory to record an allocation for the leak check", pool_label(GCP_PLATFORM, device).c_str());
         }
     }
     void untrack(std::unordered_map<uintptr_t, piece> & map, uintptr_t key) {

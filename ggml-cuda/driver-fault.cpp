@@ -29,29 +29,29 @@ status fault_driver::inject(call c, int device, size_t size) {
         return OK;
     }
     const status fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
-    const char * name = platform_name(inner_->platform());
+    const pool_label name(inner_->platform(), device);
 
     if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at) {
         oneshot_done_ = true;
         fired_++;
-        GCP_LOG_INFO("%s pool[%d]: injected one-shot reclaim test at %.2f MiB", name, device, to_mib(size));
+        GCP_LOG_INFO("%s: injected one-shot reclaim test at %.2f MiB", name.c_str(), to_mib(size));
         return fail;
     }
     for (const fault_spec::nth & n : spec_.nths) {
         uint64_t count = n.kind == ANY_CALL ? nth_any : nth;
         if ((n.kind == ANY_CALL || n.kind == int(c)) && (count == n.k || (n.and_later && count > n.k))) {
             fired_++;
-            GCP_LOG_INFO("%s pool[%d]: injected fault: %s call %llu fails (%s)", name, device, call_name(c),
-                         (unsigned long long) nth, ggml_cpool_status_str(fail));
+            GCP_LOG_INFO("%s: injected fault: %s call %llu fails (%s)", name.c_str(), call_name(ggml_cpool_call(c)),
+                         (unsigned long long) nth, status_name(fail));
             return fail;
         }
     }
     if (spec_.prob > 0.0 && (spec_.prob_kind == ANY_CALL || spec_.prob_kind == int(c)) &&
         std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < spec_.prob) {
         fired_++;
-        GCP_LOG_INFO("%s pool[%d]: injected fault: %s call %llu fails with probability %g (seed %llu, %s)", name,
-                     device, call_name(c), (unsigned long long) nth, spec_.prob, (unsigned long long) spec_.seed,
-                     ggml_cpool_status_str(fail));
+        GCP_LOG_INFO("%s: injected fault: %s call %llu fails with probability %g (seed %llu, %s)", name.c_str(),
+                     call_name(ggml_cpool_call(c)), (unsigned long long) nth, spec_.prob, (unsigned long long) spec_.seed,
+                     status_name(fail));
         return fail;
     }
     return OK;

@@ -4,12 +4,6 @@ namespace gcp {
 
 namespace {
 
-constexpr const char * CALL_NAMES[CALL_KINDS] = {
-#define GCP_CALL(name, spec, takes) spec,
-    GGML_CPOOL_CALLS(GCP_CALL)
-#undef GCP_CALL
-};
-
 constexpr takes CALL_TAKES[CALL_KINDS] = {
 #define GCP_CALL(name, spec, what) takes::what,
     GGML_CPOOL_CALLS(GCP_CALL)
@@ -17,10 +11,6 @@ constexpr takes CALL_TAKES[CALL_KINDS] = {
 };
 
 } // namespace
-
-const char * call_name(call c) {
-    return size_t(c) < CALL_KINDS ? CALL_NAMES[size_t(c)] : "any";
-}
 
 takes call_takes(call c) {
     return size_t(c) < CALL_KINDS ? CALL_TAKES[size_t(c)] : takes::NOTHING;

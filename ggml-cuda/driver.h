@@ -26,9 +26,7 @@ constexpr size_t CALL_KINDS = size_t(call::COUNT);
 // what a call takes from the device (the table's third column)
 enum class takes { NOTHING, RESOURCE, MEMORY };
 
-// the name fault specs use ("malloc", "sync", ...); "any" past the table
-const char * call_name(call c);
-takes        call_takes(call c);
+takes call_takes(call c);
 
 // an opaque physical-memory handle of the VMM calls
 using vmm_handle = uint64_t;

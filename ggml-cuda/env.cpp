@@ -30,18 +30,6 @@ bool parse_bool(const char * text, bool * out) {
     return false;
 }
 
-bool parse_kind(const char * text, ggml_cpool_kind * out) {
-    static const ggml_cpool_kind kinds[] = { GGML_CPOOL_KIND_AUTO, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY,
-                                             GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC };
-    for (ggml_cpool_kind k : kinds) {
-        if (strcasecmp(text, ggml_cpool_kind_str(k)) == 0) {
-            *out = k;
-            return true;
-        }
-    }
-    return false;
-}
-
 // unset leaves *out untouched
 status env_bool(const char * name, bool * out) {
     const char * v = getenv(name);
@@ -70,23 +58,18 @@ status env_pool_kind(ggml_cpool_kind * kind) {
     if (v == nullptr) {
         return OK;
     }
-    if (!parse_kind(v, kind)) {
-        GCP_LOG_ERROR("%s=%s is not a pool kind (use auto, vmm, legacy, plain or async)", ENV_POOL_KIND, v);
+    if (!kind_from_name(v, kind)) {
+        GCP_LOG_ERROR("%s=%s is not a pool kind (use %s)", ENV_POOL_KIND, v, KIND_CHOICES);
         return INVALID_ARGUMENT;
     }
     return OK;
 }
 
 ggml_cpool_log_level env_log_level() {
-    static const char * const names[] = { "debug", "info", "warn", "error" };
-    const char *              v       = getenv(ENV_LOG_LEVEL);
-    if (v == nullptr) {
-        return GGML_CPOOL_LOG_WARN;
-    }
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(v, names[i]) == 0) {
-            return ggml_cpool_log_level(i);
-        }
+    const char *         v     = getenv(ENV_LOG_LEVEL);
+    ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
+    if (v == nullptr || log_level_from_name(v, &level)) {
+        return level;
     }
     // said directly: this runs inside the logger
     static std::atomic<bool> warned{ false };

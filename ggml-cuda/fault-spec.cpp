@@ -19,13 +19,12 @@ bool parse_call(const std::string & text, int * kind) {
         *kind = ANY_CALL;
         return true;
     }
-    for (size_t i = 0; i < CALL_KINDS; i++) {
-        if (text == call_name(call(i))) {
-            *kind = int(i);
-            return true;
-        }
+    ggml_cpool_call c;
+    if (!call_from_name(text.c_str(), &c)) {
+        return false;
     }
-    return false;
+    *kind = int(c);
+    return true;
 }
 
 bool is_digit(char c) {

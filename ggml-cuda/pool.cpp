@@ -9,7 +9,7 @@ namespace gcp {
 
 const char * pool::name() const {
     if (name_[0] == '\0') {
-        snprintf(name_, sizeof(name_), "%s pool[%d]", platform_name(drv_.platform()), device_);
+        format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
     }
     return name_;
 }

@@ -43,7 +43,7 @@ status quarantine::release() {
         if (st != OK) {
             e.drv->clear_error();
             GCP_LOG_ERROR("%s: quarantined memory kept: synchronizing the device failed (%s)", e.held->name(),
-                          ggml_cpool_status_str(st));
+                          status_name(st));
             result = result == OK ? st : result;
             continue;
         }

@@ -226,11 +226,11 @@ class tracer {
         l.str(trace_format::op_name(c.o));
         l.u64(c.size);
         if (c.o == op::get_pool) { // the kind in effect, in the flags column
-            l.str(p ? ggml_cpool_kind_str(p->kind()) : trace_format::NONE);
+            l.str(p ? kind_name(p->kind()) : trace_format::NONE);
         } else {
             l.u64(c.flags);
         }
-        l.str(ggml_cpool_status_str(c.st));
+        l.str(status_name(c.st));
         l.u64(c.actual);
         l.hex(c.ptr);
         l.u64(c.drv);

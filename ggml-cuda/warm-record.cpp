@@ -12,8 +12,8 @@ bool check(driver & drv, status st, int device, const char * what) {
         return true;
     }
     drv.clear_error();
-    GCP_LOG_WARN("%s pool[%d]: %s failed (%s); the pool stays cold (slower, still correct)",
-                 platform_name(drv.platform()), device, what, ggml_cpool_status_str(st));
+    GCP_LOG_WARN("%s: %s failed (%s); the pool stays cold (slower, still correct)",
+                 pool_label(drv.platform(), device).c_str(), what, status_name(st));
     return false;
 }
 
@@ -44,7 +44,7 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     if (check(*drv, drv->pool_reuse(device, &e.reuse), device, "reading the reuse policies") && e.reuse != 0) {
         e.reuse_changed = check(*drv, drv->pool_set_reuse(device, 0), device, "turning cross-stream reuse off");
     }
-    GCP_LOG_DEBUG("%s pool[%d]: release threshold %llu%s", platform_name(drv->platform()), device,
+    GCP_LOG_DEBUG("%s: release threshold %llu%s", pool_label(drv->platform(), device).c_str(),
                   (unsigned long long) e.threshold, e.raised ? ", raised to the maximum" : ", kept");
     devices_.push_back(e);
 }
