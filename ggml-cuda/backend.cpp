@@ -14,7 +14,6 @@
 #endif
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace gcp {
 
@@ -62,16 +61,16 @@ status make_driver(int kind, const ggml_cpool_sim_params & sim, std::shared_ptr<
 }
 
 status apply_env_faults(std::shared_ptr<driver> * drv) {
-    const char * text = getenv(ENV_FAULT);
+    const char * text = option_text(option::fault);
     if (text == nullptr || *text == '\0') {
         return OK;
     }
     fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, ENV_FAULT, "no context created");
+    status     st = parse_fault_spec(text, &spec, option_name(option::fault), "no context created");
     if (st != OK) {
         return st;
     }
-    GCP_LOG_INFO("%s=%s: fault injection armed", ENV_FAULT, text);
+    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(option::fault), text);
     *drv = std::make_shared<fault_driver>(*drv, spec);
     return OK;
 }

@@ -475,7 +475,7 @@ void ggml_cpool_log_set(ggml_cpool_log_callback callback, void * user_data) {
 }
 
 ggml_cpool_log_level ggml_cpool_log_threshold(void) {
-    return gcp::env_log_level();
+    return gcp::log_threshold();
 }
 
 const char * ggml_cpool_last_error(void) {

@@ -2,10 +2,6 @@
 
 #include "log.h"
 
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <strings.h>
 
 namespace gcp {
@@ -30,14 +26,14 @@ bool parse_bool(const char * text, bool * out) {
     return false;
 }
 
-// unset leaves *out untouched
-status env_bool(const char * name, bool * out) {
-    const char * v = getenv(name);
+// reads o through parse; unset leaves *out untouched, a value parse refuses is one line
+template <typename T, typename P> status env_read(option o, T * out, P && parse, const char * what, const char * choices) {
+    const char * v = option_text(o);
     if (v == nullptr) {
         return OK;
     }
-    if (!parse_bool(v, out)) {
-        GCP_LOG_ERROR("%s=%s is not a boolean (use 1 or 0)", name, v);
+    if (!parse(v, out)) {
+        GCP_LOG_ERROR("%s=%s is not %s (use %s)", option_name(o), v, what, choices);
         return INVALID_ARGUMENT;
     }
     return OK;
@@ -46,37 +42,15 @@ status env_bool(const char * name, bool * out) {
 } // namespace
 
 status env_no_vmm(bool * no_vmm) {
-    return env_bool(ENV_NO_VMM, no_vmm);
+    return env_read(option::no_vmm, no_vmm, parse_bool, "a boolean", "1 or 0");
 }
 
 status env_timing(bool * on) {
-    return env_bool(ENV_TIMING, on);
+    return env_read(option::timing, on, parse_bool, "a boolean", "1 or 0");
 }
 
 status env_pool_kind(ggml_cpool_kind * kind) {
-    const char * v = getenv(ENV_POOL_KIND);
-    if (v == nullptr) {
-        return OK;
-    }
-    if (!kind_from_name(v, kind)) {
-        GCP_LOG_ERROR("%s=%s is not a pool kind (use %s)", ENV_POOL_KIND, v, KIND_CHOICES);
-        return INVALID_ARGUMENT;
-    }
-    return OK;
-}
-
-ggml_cpool_log_level env_log_level() {
-    const char *         v     = getenv(ENV_LOG_LEVEL);
-    ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
-    if (v == nullptr || log_level_from_name(v, &level)) {
-        return level;
-    }
-    // said directly: this runs inside the logger
-    static std::atomic<bool> warned{ false };
-    if (!warned.exchange(true)) {
-        fprintf(stderr, "%s=%s is not a log level (use debug, info, warn or error); using warn\n", ENV_LOG_LEVEL, v);
-    }
-    return GGML_CPOOL_LOG_WARN;
+    return env_read(option::pool_kind, kind, kind_from_name, "a pool kind", KIND_CHOICES);
 }
 
 } // namespace gcp

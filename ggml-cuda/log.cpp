@@ -1,7 +1,9 @@
 #include "log.h"
 
-#include "env.h"
+#include "names.h"
+#include "options.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -24,8 +26,14 @@ thread_local log_hold * t_hold      = nullptr; // the outermost hold on this thr
 // a failing call's reason, for a consumer that reports it where it gives up (an abort message)
 thread_local char       t_last_error[LINE_BYTES] = "";
 
+// GGML_CUDA_POOL_LOG, read at the first line the default logger prints
+ggml_cpool_log_level stderr_threshold() {
+    static const ggml_cpool_log_level level = log_threshold();
+    return level;
+}
+
 void log_stderr(ggml_cpool_log_level level, const char * text) {
-    if (level >= env_log_level()) {
+    if (level >= stderr_threshold()) {
         fputs(text, stderr); // one call: stdio keeps the line whole
         fflush(stderr);
     }
@@ -88,6 +96,21 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
     va_start(args, fmt);
     vlog(level, fmt, args);
     va_end(args);
+}
+
+ggml_cpool_log_level log_threshold() {
+    const char *         v     = option_text(option::log_level);
+    ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
+    if (v == nullptr || log_level_from_name(v, &level)) {
+        return level;
+    }
+    // said directly: the logger may be the one asking
+    static std::atomic<bool> warned{ false };
+    if (!warned.exchange(true)) {
+        fprintf(stderr, "%s=%s is not a log level (use debug, info, warn or error); using warn\n",
+                option_name(option::log_level), v);
+    }
+    return GGML_CPOOL_LOG_WARN;
 }
 
 const char * last_error() {

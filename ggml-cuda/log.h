@@ -19,6 +19,10 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(2, 3);
 // after it returns, no other thread is still sending a line to the previous callback
 void log_set(ggml_cpool_log_callback callback, void * user_data);
 
+// the level GGML_CUDA_POOL_LOG asks for (warn when unset or malformed), read at each call; the
+// default stderr logger reads it once, at the first line it prints
+ggml_cpool_log_level log_threshold();
+
 // the calling thread's last warning or error line, without its newline
 const char * last_error();
 

@@ -302,17 +302,17 @@ status init_from_env() {
         bool    timing = false;
         r.st           = env_timing(&timing);
         if (r.st != OK) {
-            r.what = std::string(ENV_TIMING) + "=" + getenv(ENV_TIMING);
+            r.what = std::string(option_name(option::timing)) + "=" + option_text(option::timing);
             return r;
         }
         if (timing) {
             set_timing(true);
         }
-        const char * path = getenv(ENV_TRACE);
+        const char * path = option_text(option::trace);
         if (path != nullptr && *path != '\0' && !recording()) {
-            r.st = tracer::instance().start(path, ENV_TRACE);
+            r.st = tracer::instance().start(path, option_name(option::trace));
             if (r.st != OK) {
-                r.what = std::string(ENV_TRACE) + "=" + path;
+                r.what = std::string(option_name(option::trace)) + "=" + path;
             }
         }
         return r;
