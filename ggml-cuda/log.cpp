@@ -152,7 +152,9 @@ void log_hold::keep(ggml_cpool_log_level level, const char * text) {
     }
     line & l = lines_[count_++];
     l.level  = level;
-    snprintf(l.text, sizeof(l.text), "%s", text);
+    const size_t n = strnlen(text, sizeof(l.text) - 1); // a longer line is cut
+    memcpy(l.text, text, n);
+    l.text[n] = '\0';
 }
 
 } // namespace gcp
