@@ -4,6 +4,7 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/backend.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/capi.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-fault.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-sim.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/env.cpp

@@ -1,17 +1,11 @@
 #include "backend.h"
 
-#include "driver-fault.h"
-#include "driver-sim.h"
 #include "env.h"
 #include "log.h"
 #include "pool-async.h"
 #include "pool-legacy.h"
 #include "pool-vmm.h"
 #include "quarantine.h"
-
-#ifdef GGML_CPOOL_HAVE_CUDA
-#    include "driver-cuda.h"
-#endif
 
 #include <algorithm>
 
@@ -22,58 +16,6 @@ constexpr bool NO_VMM_BUILD = true;
 #else
 constexpr bool NO_VMM_BUILD = false;
 #endif
-
-// mprotect works on whole host pages
-constexpr size_t SIM_PAGE = 4096;
-
-static status check_sim_params(const ggml_cpool_sim_params & sim) {
-    // a granularity above the largest request would overflow the rounding of a VMM range
-    if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
-        sim.granularity == 0 || sim.granularity % SIM_PAGE != 0 || sim.granularity > MAX_REQUEST ||
-        (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
-        GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
-                      "of %zu up to %zu, platform %d)",
-                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, SIM_PAGE, MAX_REQUEST,
-                      raw_enum(sim.platform));
-        return INVALID_ARGUMENT;
-    }
-    return OK;
-}
-
-status make_driver(int kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out) {
-    if (kind == GGML_CPOOL_DRIVER_SIM) {
-        status st = check_sim_params(sim);
-        if (st == OK) {
-            *out = std::make_shared<sim_driver>(sim);
-        }
-        return st;
-    }
-    if (kind == GGML_CPOOL_DRIVER_CUDA) {
-#ifdef GGML_CPOOL_HAVE_CUDA
-        return make_cuda_driver(out);
-#else
-        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
-        return UNSUPPORTED;
-#endif
-    }
-    GCP_LOG_ERROR("unknown driver kind %d", kind);
-    return INVALID_ARGUMENT;
-}
-
-status apply_env_faults(std::shared_ptr<driver> * drv) {
-    const char * text = option_text(option::fault);
-    if (text == nullptr || *text == '\0') {
-        return OK;
-    }
-    fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, option_name(option::fault), "no context created");
-    if (st != OK) {
-        return st;
-    }
-    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(option::fault), text);
-    *drv = std::make_shared<fault_driver>(*drv, spec);
-    return OK;
-}
 
 backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv) :
     params_(params),

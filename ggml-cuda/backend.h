@@ -15,13 +15,6 @@ namespace gcp {
 
 constexpr size_t DEFAULT_VMM_RESERVE = 32 * GiB; // ggml's: virtual only, so generous is free
 
-// a driver of the given kind (a ggml_cpool_driver_kind, read with raw_enum), or a status and a
-// log line saying why not
-status make_driver(int kind, const ggml_cpool_sim_params & sim, std::shared_ptr<driver> * out);
-
-// wraps *drv in a fault driver when GGML_CUDA_POOL_FAULT is set; a malformed spec fails
-status apply_env_faults(std::shared_ptr<driver> * drv);
-
 class backend {
   public:
     // reads the environment once; a malformed variable fails creation

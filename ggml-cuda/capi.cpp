@@ -1,9 +1,9 @@
 // The C ABI: argument checks and the wall that no exception crosses.
 
 #include "backend.h"
+#include "driver-factory.h"
 #include "driver-fault.h"
 #include "driver-sim.h"
-#include "env.h"
 #include "log.h"
 #include "quarantine.h"
 #include "trace.h"
@@ -11,7 +11,7 @@
 #include <new>
 
 struct ggml_cpool_driver {
-    std::shared_ptr<gcp::driver> impl;
+    gcp::driver_ref ref;
 };
 
 struct ggml_cpool_ctx {
@@ -50,14 +50,15 @@ template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_
     if (driver == nullptr) {
         return null_arg(fn, "driver");
     }
-    if (device < 0 || device >= driver->impl->device_count()) {
-        GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, driver->impl->device_count());
+    gcp::driver & drv = *driver->ref.drv;
+    if (device < 0 || device >= drv.device_count()) {
+        GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, drv.device_count());
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
     }
     return guarded(fn, [&] {
-        ggml_cpool_status st = f(*driver->impl);
+        ggml_cpool_status st = f(drv);
         if (st != GGML_CPOOL_STATUS_OK) {
-            driver->impl->clear_error();
+            drv.clear_error();
         }
         return st;
     });
@@ -70,7 +71,7 @@ ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && reco
     if (!trace::recording()) {
         return run();
     }
-    std::shared_ptr<gcp::driver> drv  = ctx->driver.impl; // ctx_free destroys the context
+    std::shared_ptr<gcp::driver> drv  = ctx->driver.ref.drv; // ctx_free destroys the context
     const uint64_t               drv0 = drv->calls();
     const uint64_t               t0   = trace::now_ns();
     ggml_cpool_status            st   = run();
@@ -103,14 +104,7 @@ __attribute__((noinline)) ggml_cpool_status observed_trim(gcp::pool & p) {
 extern "C" {
 
 ggml_cpool_sim_params ggml_cpool_sim_default_params(void) {
-    ggml_cpool_sim_params p = {};
-    p.capacity              = 8 * gcp::GiB;
-    p.device_count          = 1;
-    p.platform              = GGML_CPOOL_PLATFORM_CUDA;
-    p.granularity           = 2 * gcp::MiB; // the CUDA driver's recommended granularity
-    p.vmm_supported         = 1;
-    p.async_supported       = 1;
-    return p;
+    return gcp::sim_driver::defaults();
 }
 
 ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params * sim,
@@ -120,11 +114,10 @@ ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const gg
     }
     *out = nullptr;
     return guarded(__func__, [&] {
-        ggml_cpool_sim_params        p = sim ? *sim : ggml_cpool_sim_default_params();
-        std::shared_ptr<gcp::driver> drv;
-        ggml_cpool_status            st = gcp::make_driver(gcp::raw_enum(kind), p, &drv);
+        gcp::driver_ref   ref;
+        ggml_cpool_status st = gcp::make_driver(gcp::raw_enum(kind), sim ? *sim : gcp::sim_driver::defaults(), &ref);
         if (st == GGML_CPOOL_STATUS_OK) {
-            *out = new ggml_cpool_driver{ std::move(drv) };
+            *out = new ggml_cpool_driver{ std::move(ref) };
         }
         return st;
     });
@@ -135,22 +128,22 @@ void ggml_cpool_driver_release(ggml_cpool_driver_t driver) {
 }
 
 int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
-    return driver ? driver->impl->device_count() : 0;
+    return driver ? driver->ref.drv->device_count() : 0;
 }
 
 size_t ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver) {
-    return driver ? driver->impl->outstanding() : 0;
+    return driver ? driver->ref.drv->outstanding() : 0;
 }
 
 size_t ggml_cpool_driver_used(ggml_cpool_driver_t driver, int device) {
-    return driver ? driver->impl->used(device) : 0;
+    return driver ? driver->ref.drv->used(device) : 0;
 }
 
 uint64_t ggml_cpool_driver_calls(ggml_cpool_driver_t driver, ggml_cpool_call call) {
     if (driver == nullptr || call < 0 || call > GGML_CPOOL_CALL_COUNT) {
         return 0;
     }
-    return call == GGML_CPOOL_CALL_COUNT ? driver->impl->calls() : driver->impl->calls(gcp::call(call));
+    return call == GGML_CPOOL_CALL_COUNT ? driver->ref.drv->calls() : driver->ref.drv->calls(gcp::call(call));
 }
 
 ggml_cpool_status ggml_cpool_driver_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t * threshold) {
@@ -177,7 +170,7 @@ ggml_cpool_status ggml_cpool_driver_synchronize(ggml_cpool_driver_t driver, int 
 }
 
 int ggml_cpool_driver_error_latched(ggml_cpool_driver_t driver) {
-    return driver && driver->impl->error_latched() ? 1 : 0;
+    return driver && driver->ref.drv->error_latched() ? 1 : 0;
 }
 
 ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec,
@@ -190,14 +183,14 @@ ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, cons
         gcp::fault_spec   parsed;
         ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed);
         if (st == GGML_CPOOL_STATUS_OK) {
-            *out = new ggml_cpool_driver{ std::make_shared<gcp::fault_driver>(inner->impl, parsed) };
+            *out = new ggml_cpool_driver{ gcp::make_fault_driver(inner->ref, parsed) };
         }
         return st;
     });
 }
 
 static gcp::fault_driver * as_fault(ggml_cpool_driver_t driver) {
-    return driver ? dynamic_cast<gcp::fault_driver *>(driver->impl.get()) : nullptr;
+    return driver ? driver->ref.fault : nullptr;
 }
 
 ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const char * spec) {
@@ -224,7 +217,7 @@ uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
 ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     ggml_cpool_ctx_params p = {};
     p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
-    p.sim                   = ggml_cpool_sim_default_params();
+    p.sim                   = gcp::sim_driver::defaults();
     p.driver                = nullptr;
     for (ggml_cpool_kind & k : p.kind) {
         k = GGML_CPOOL_KIND_AUTO;
@@ -245,23 +238,23 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
     }
     const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
     ggml_cpool_status st = guarded(__func__, [&] {
-        ggml_cpool_ctx_params        p = params ? *params : ggml_cpool_ctx_default_params();
-        std::shared_ptr<gcp::driver> drv;
-        ggml_cpool_status            st = GGML_CPOOL_STATUS_OK;
+        ggml_cpool_ctx_params p = params ? *params : ggml_cpool_ctx_default_params();
+        gcp::driver_ref       ref;
+        ggml_cpool_status     st = GGML_CPOOL_STATUS_OK;
         if (p.driver != nullptr) {
-            drv = p.driver->impl;
+            ref = p.driver->ref;
         } else {
-            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &drv);
+            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
         }
         std::unique_ptr<gcp::backend> b;
         if (st == GGML_CPOOL_STATUS_OK) {
-            st = gcp::apply_env_faults(&drv);
+            st = gcp::apply_env_faults(&ref);
         }
         if (st == GGML_CPOOL_STATUS_OK) {
-            st = gcp::backend::create(p, drv, &b);
+            st = gcp::backend::create(p, ref.drv, &b);
         }
         if (st == GGML_CPOOL_STATUS_OK) {
-            *out = new ggml_cpool_ctx{ { std::move(drv) }, std::move(b) };
+            *out = new ggml_cpool_ctx{ { std::move(ref) }, std::move(b) };
         }
         return st;
     });
@@ -383,7 +376,7 @@ ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t grap
 }
 
 static gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
-    return driver ? dynamic_cast<gcp::sim_driver *>(driver->impl.get()) : nullptr;
+    return driver ? driver->ref.sim : nullptr;
 }
 
 uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {

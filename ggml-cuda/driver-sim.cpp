@@ -9,6 +9,10 @@ namespace gcp {
 
 namespace {
 
+constexpr size_t PAGE                = 4096;        // mprotect works on whole host pages
+constexpr size_t DEFAULT_CAPACITY    = 8 * GiB;
+constexpr size_t DEFAULT_GRANULARITY = 2 * MiB;     // the CUDA driver's recommended granularity
+
 void * map_pages(size_t size, int prot) {
     void * p = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
@@ -25,6 +29,31 @@ template <typename F> status host_memory(F && f) {
 }
 
 } // namespace
+
+ggml_cpool_sim_params sim_driver::defaults() {
+    ggml_cpool_sim_params p = {};
+    p.capacity              = DEFAULT_CAPACITY;
+    p.device_count          = 1;
+    p.platform              = GGML_CPOOL_PLATFORM_CUDA;
+    p.granularity           = DEFAULT_GRANULARITY;
+    p.vmm_supported         = 1;
+    p.async_supported       = 1;
+    return p;
+}
+
+status sim_driver::check(const ggml_cpool_sim_params & sim) {
+    // a granularity above the largest request would overflow the rounding of a VMM range
+    if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
+        sim.granularity == 0 || sim.granularity % PAGE != 0 || sim.granularity > MAX_REQUEST ||
+        (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
+        GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
+                      "of %zu up to %zu, platform %d)",
+                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, PAGE, MAX_REQUEST,
+                      raw_enum(sim.platform));
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
 
 sim_driver::sim_driver(const ggml_cpool_sim_params & params) : params_(params) {
     devices_.reserve(size_t(params.device_count));

@@ -19,6 +19,10 @@ class sim_driver final : public driver {
   public:
     static constexpr size_t ALIGNMENT = 256; // cudaMalloc's guaranteed alignment
 
+    // the defaults a C caller starts from, and the check of what it asks for (a status and a line)
+    static ggml_cpool_sim_params defaults();
+    static status                check(const ggml_cpool_sim_params & params);
+
     explicit sim_driver(const ggml_cpool_sim_params & params);
     ~sim_driver() override;
 

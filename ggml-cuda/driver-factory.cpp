@@ -1,0 +1,56 @@
+#include "driver-factory.h"
+
+#include "driver-fault.h"
+#include "driver-sim.h"
+#include "log.h"
+#include "options.h"
+
+#ifdef GGML_CPOOL_HAVE_CUDA
+#    include "driver-cuda.h"
+#endif
+
+namespace gcp {
+
+status make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out) {
+    if (kind == GGML_CPOOL_DRIVER_SIM) {
+        status st = sim_driver::check(sim);
+        if (st == OK) {
+            auto drv = std::make_shared<sim_driver>(sim);
+            *out     = { drv, drv.get(), nullptr };
+        }
+        return st;
+    }
+    if (kind == GGML_CPOOL_DRIVER_CUDA) {
+#ifdef GGML_CPOOL_HAVE_CUDA
+        *out = {};
+        return make_cuda_driver(&out->drv);
+#else
+        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
+        return UNSUPPORTED;
+#endif
+    }
+    GCP_LOG_ERROR("unknown driver kind %d", kind);
+    return INVALID_ARGUMENT;
+}
+
+driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec) {
+    auto drv = std::make_shared<fault_driver>(inner.drv, spec);
+    return { drv, nullptr, drv.get() };
+}
+
+status apply_env_faults(driver_ref * ref) {
+    const char * text = option_text(option::fault);
+    if (text == nullptr || *text == '\0') {
+        return OK;
+    }
+    fault_spec spec;
+    status     st = parse_fault_spec(text, &spec, option_name(option::fault), "no context created");
+    if (st != OK) {
+        return st;
+    }
+    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(option::fault), text);
+    *ref = make_fault_driver(*ref, spec);
+    return OK;
+}
+
+} // namespace gcp
