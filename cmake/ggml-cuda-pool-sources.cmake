@@ -7,6 +7,8 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-fault.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-sim.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-sim-async.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-sim-vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/env.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/fault-spec.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/log.cpp
@@ -20,4 +22,7 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/trace.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/warm-record.cpp)
 # the real device (CUDA, or HIP through vendors/hip.h)
-set(GCP_DRIVER_SOURCES ${GCP_SOURCE_DIR}/ggml-cuda/driver-cuda.cpp)
+set(GCP_DRIVER_SOURCES
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-cuda.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-cuda-async.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/driver-cuda-vmm.cpp)

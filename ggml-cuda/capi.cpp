@@ -150,12 +150,15 @@ ggml_cpool_status ggml_cpool_driver_release_threshold(ggml_cpool_driver_t driver
     if (threshold == nullptr) {
         return null_arg(__func__, "threshold");
     }
-    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.pool_threshold(device, threshold); });
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) {
+        return d.pool_attr(device, gcp::mempool_attr::release_threshold, threshold);
+    });
 }
 
 ggml_cpool_status ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t threshold) {
-    return driver_call(__func__, driver, device,
-                       [&](gcp::driver & d) { return d.pool_set_threshold(device, threshold); });
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) {
+        return d.pool_set_attr(device, gcp::mempool_attr::release_threshold, threshold);
+    });
 }
 
 ggml_cpool_status ggml_cpool_driver_pool_usage(ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used) {

@@ -15,8 +15,8 @@ status make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out
     if (kind == GGML_CPOOL_DRIVER_SIM) {
         status st = sim_driver::check(sim);
         if (st == OK) {
-            auto drv = std::make_shared<sim_driver>(sim);
-            *out     = { drv, drv.get(), nullptr };
+            auto device = std::make_shared<sim_driver>(sim);
+            *out        = { std::make_shared<driver>(device), device.get(), nullptr };
         }
         return st;
     }

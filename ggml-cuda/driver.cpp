@@ -16,6 +16,41 @@ takes call_takes(call c) {
     return size_t(c) < CALL_KINDS ? CALL_TAKES[size_t(c)] : takes::NOTHING;
 }
 
+driver::driver(std::shared_ptr<primitives> device_driver) : prims_(std::move(device_driver)) {}
+
+driver::driver(std::shared_ptr<driver> below) : prims_(below->prims_), below_(std::move(below)) {}
+
+void driver::clear_error() {
+    latched_.store(false, std::memory_order_relaxed);
+    if (below_) {
+        below_->clear_error();
+    } else {
+        prims_->clear_error();
+    }
+}
+
+bool driver::error_latched() const {
+    return latched_.load(std::memory_order_relaxed) || (below_ ? below_->error_latched() : prims_->error_latched());
+}
+
+size_t driver::vmm_granularity(int device) const {
+    const vmm_primitives * v = prims_->vmm(device);
+    return v ? v->granularity(device) : 0;
+}
+
+status driver::pool_usage(int device, size_t * reserved, size_t * used) {
+    return run_mempool(call::POOL_ATTR, device, 0, [&](mempool_primitives & m) {
+        uint64_t r = 0, u = 0;
+        status   st = m.get_attr(device, mempool_attr::reserved, &r);
+        if (st == OK) {
+            st = m.get_attr(device, mempool_attr::used, &u);
+        }
+        *reserved = size_t(r);
+        *used     = size_t(u);
+        return st;
+    });
+}
+
 uint64_t driver::calls() const {
     uint64_t n = 0;
     for (size_t i = 0; i < CALL_KINDS; i++) {

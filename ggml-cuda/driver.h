@@ -1,15 +1,14 @@
 #pragma once
-// The few device-memory primitives the pools need, behind one interface.
-// Implementations: cuda (real device, HIP through vendors/hip.h), sim (host memory) and fault
-// (a decorator that fails calls on command). Every call names its device, so no call depends on
-// the device current on the calling thread. Each public call is counted, then forwarded to the
-// implementation's do_ function.
+// The driver every pool calls: the front of a device driver's primitives (driver-primitives.h).
+// It counts each call by kind, latches every failure until clear_error (as CUDA's last error
+// does), and lets a decorator, a driver over another driver, fail a call before it goes below;
+// a call a decorator lets through is counted below too. The fault driver is such a decorator.
 
-#include "common.h"
+#include "driver-primitives.h"
 
 #include <array>
 #include <atomic>
-#include <cstdint>
+#include <memory>
 
 namespace gcp {
 
@@ -28,163 +27,142 @@ enum class takes { NOTHING, RESOURCE, MEMORY };
 
 takes call_takes(call c);
 
-// an opaque physical-memory handle of the VMM calls
-using vmm_handle = uint64_t;
-// an opaque stream (a cudaStream_t on the real device)
-using stream_t = void *;
-
-// the release threshold that keeps a stream-ordered pool warm: never give memory back at a sync
-constexpr uint64_t THRESHOLD_MAX = UINT64_MAX;
-
-// a stream-ordered pool's cross-stream reuse policies (CUDA enables both by default): a block
-// freed on one stream handed to another once its free completed on the device, or with a
-// dependency the driver inserts. Either would give one context's freed block, which a captured
-// graph may still use, to another context's stream.
-constexpr uint32_t REUSE_OPPORTUNISTIC          = 1;
-constexpr uint32_t REUSE_INTERNAL_DEPENDENCIES  = 2;
-
 class driver {
   public:
+    explicit driver(std::shared_ptr<primitives> device_driver);
     virtual ~driver() = default;
 
-    virtual ggml_cpool_platform platform() const     = 0;
-    virtual int                 device_count() const = 0;
+    driver(const driver &)             = delete;
+    driver & operator=(const driver &) = delete;
 
-    // plain allocations; OUT_OF_MEMORY when the device is full
+    ggml_cpool_platform platform() const { return prims_->platform(); }
+    int                 device_count() const { return prims_->device_count(); }
+
     status malloc(int device, size_t size, void ** ptr) {
-        return noted(call::MALLOC, do_malloc(device, size, ptr));
+        return run(call::MALLOC, device, size, [&](primitives & p) { return p.malloc(device, size, ptr); });
     }
     status free(int device, void * ptr) {
-        return noted(call::FREE, do_free(device, ptr));
+        return run(call::FREE, device, 0, [&](primitives & p) { return p.free(device, ptr); });
     }
-    // wait until no queued work on the device can still touch pool memory
     status synchronize(int device) {
-        return noted(call::SYNCHRONIZE, do_synchronize(device));
+        return run(call::SYNCHRONIZE, device, 0, [&](primitives & p) { return p.synchronize(device); });
     }
     // forget a latched error, so that it is not reported against an unrelated later call
-    void clear_error() {
-        latched_.store(false, std::memory_order_relaxed);
-        do_clear_error();
-    }
+    void clear_error();
+    bool error_latched() const;
 
-    // virtual memory management
-    virtual bool   vmm_supported(int device) const   = 0;
-    virtual size_t vmm_granularity(int device) const = 0;
+    // virtual memory management, where vmm_supported(device)
+    bool   vmm_supported(int device) const { return prims_->vmm(device) != nullptr; }
+    size_t vmm_granularity(int device) const;
     status vmm_reserve(int device, size_t size, uintptr_t * addr) {
-        return noted(call::VMM_RESERVE, do_vmm_reserve(device, size, addr));
+        return run_vmm(call::VMM_RESERVE, device, size,
+                       [&](vmm_primitives & v) { return v.reserve(device, size, addr); });
     }
     status vmm_unreserve(int device, uintptr_t addr, size_t size) {
-        return noted(call::VMM_UNRESERVE, do_vmm_unreserve(device, addr, size));
+        return run_vmm(call::VMM_UNRESERVE, device, 0,
+                       [&](vmm_primitives & v) { return v.unreserve(device, addr, size); });
     }
     status vmm_create(int device, size_t size, vmm_handle * handle) {
-        return noted(call::VMM_CREATE, do_vmm_create(device, size, handle));
+        return run_vmm(call::VMM_CREATE, device, size,
+                       [&](vmm_primitives & v) { return v.create(device, size, handle); });
     }
     status vmm_release(int device, vmm_handle handle) {
-        return noted(call::VMM_RELEASE, do_vmm_release(device, handle));
+        return run_vmm(call::VMM_RELEASE, device, 0, [&](vmm_primitives & v) { return v.release(device, handle); });
     }
     status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
-        return noted(call::VMM_MAP, do_vmm_map(device, addr, size, handle));
+        return run_vmm(call::VMM_MAP, device, size,
+                       [&](vmm_primitives & v) { return v.map(device, addr, size, handle); });
     }
     status vmm_unmap(int device, uintptr_t addr, size_t size) {
-        return noted(call::VMM_UNMAP, do_vmm_unmap(device, addr, size));
+        return run_vmm(call::VMM_UNMAP, device, 0, [&](vmm_primitives & v) { return v.unmap(device, addr, size); });
     }
-    // make [addr, addr+size) readable and writable from device `accessor`
     status vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
-        return noted(call::VMM_ACCESS, do_vmm_access(device, addr, size, accessor));
+        return run_vmm(call::VMM_ACCESS, device, 0,
+                       [&](vmm_primitives & v) { return v.access(device, addr, size, accessor); });
     }
 
-    // stream-ordered allocation from the device's default pool
-    virtual bool async_supported(int device) const = 0;
     status stream_create(int device, stream_t * stream) {
-        return noted(call::STREAM, do_stream_create(device, stream));
+        return run(call::STREAM, device, 0, [&](primitives & p) { return p.stream_create(device, stream); });
     }
     status stream_destroy(int device, stream_t stream) {
-        return noted(call::STREAM, do_stream_destroy(device, stream));
-    }
-    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
-        return noted(call::MALLOC_ASYNC, do_malloc_async(device, size, stream, ptr));
-    }
-    status free_async(int device, void * ptr, stream_t stream) {
-        return noted(call::FREE_ASYNC, do_free_async(device, ptr, stream));
+        return run(call::STREAM, device, 0, [&](primitives & p) { return p.stream_destroy(device, stream); });
     }
     status stream_synchronize(int device, stream_t stream) {
-        return noted(call::STREAM_SYNC, do_stream_synchronize(device, stream));
+        return run(call::STREAM_SYNC, device, 0, [&](primitives & p) { return p.stream_synchronize(device, stream); });
     }
-    status pool_threshold(int device, uint64_t * threshold) {
-        return noted(call::POOL_ATTR, do_pool_threshold(device, threshold));
+    // a query: neither counted nor failed by a decorator
+    status stream_capturing(int device, stream_t stream, bool * capturing) {
+        return prims_->stream_capturing(device, stream, capturing);
     }
-    status pool_set_threshold(int device, uint64_t threshold) {
-        return noted(call::POOL_ATTR, do_pool_set_threshold(device, threshold));
+    bool can_access_peer(int device, int peer) const { return prims_->can_access_peer(device, peer); }
+
+    // the device's stream-ordered pool, where async_supported(device)
+    bool   async_supported(int device) const { return prims_->mempool(device) != nullptr; }
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+        return run_mempool(call::MALLOC_ASYNC, device, size,
+                           [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); });
     }
-    status pool_reuse(int device, uint32_t * policies) {
-        return noted(call::POOL_ATTR, do_pool_reuse(device, policies));
+    status free_async(int device, void * ptr, stream_t stream) {
+        return run_mempool(call::FREE_ASYNC, device, 0,
+                           [&](mempool_primitives & m) { return m.free_async(device, ptr, stream); });
     }
-    status pool_set_reuse(int device, uint32_t policies) {
-        return noted(call::POOL_ATTR, do_pool_set_reuse(device, policies));
+    status pool_attr(int device, mempool_attr attr, uint64_t * value) {
+        return run_mempool(call::POOL_ATTR, device, 0,
+                           [&](mempool_primitives & m) { return m.get_attr(device, attr, value); });
     }
-    // bytes the pool holds from the device, and of those the bytes allocated
-    status pool_usage(int device, size_t * reserved, size_t * used) {
-        return noted(call::POOL_ATTR, do_pool_usage(device, reserved, used));
+    status pool_set_attr(int device, mempool_attr attr, uint64_t value) {
+        return run_mempool(call::POOL_ATTR, device, 0,
+                           [&](mempool_primitives & m) { return m.set_attr(device, attr, value); });
     }
-    // give unused pool memory back until at most max(keep, used) stays
+    // the pool's reserved bytes and, of those, the bytes allocated: one attribute call
+    status pool_usage(int device, size_t * reserved, size_t * used);
     status pool_trim(int device, size_t keep) {
-        return noted(call::POOL_TRIM, do_pool_trim(device, keep));
+        return run_mempool(call::POOL_TRIM, device, 0, [&](mempool_primitives & m) { return m.trim(device, keep); });
     }
 
-    // whether kernels on `peer` can reach memory of `device`
-    virtual bool can_access_peer(int device, int peer) const = 0;
-    // whether `stream` is being captured into a graph (a query: neither counted nor injected)
-    virtual status stream_capturing(int device, stream_t stream, bool * capturing) = 0;
+    const void * identity() const { return prims_->identity(); }
+    size_t       outstanding() const { return prims_->outstanding(); }
+    size_t       used(int device) const { return prims_->used(device); }
 
-    // whether a failed call left an error that a later, unrelated call would report: every
-    // failure latches until clear_error, as CUDA's last error does
-    virtual bool error_latched() const { return latched_.load(std::memory_order_relaxed); }
-    // what identifies the devices behind this driver: drivers with the same identity share
-    // devices (every cuda driver), so process-wide records key on it
-    virtual const void * identity() const { return this; }
-
-    // leak check: allocations, physical handles and reservations not yet given back
-    // (the cuda driver cannot see those of other users, so it counts its own)
-    virtual size_t outstanding() const      = 0;
-    // device bytes handed out (allocations and physical handles) and not yet taken back
-    virtual size_t used(int device) const   = 0;
-
+    // calls made through this driver, of one kind or of every kind
     uint64_t calls(call c) const { return calls_[size_t(c)].load(std::memory_order_relaxed); }
     uint64_t calls() const;
 
   protected:
-    virtual void   do_clear_error() {}
-    virtual status do_malloc(int device, size_t size, void ** ptr)                         = 0;
-    virtual status do_free(int device, void * ptr)                                         = 0;
-    virtual status do_synchronize(int device)                                              = 0;
-    virtual status do_vmm_reserve(int device, size_t size, uintptr_t * addr)               = 0;
-    virtual status do_vmm_unreserve(int device, uintptr_t addr, size_t size)               = 0;
-    virtual status do_vmm_create(int device, size_t size, vmm_handle * handle)             = 0;
-    virtual status do_vmm_release(int device, vmm_handle handle)                           = 0;
-    virtual status do_vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle)  = 0;
-    virtual status do_vmm_unmap(int device, uintptr_t addr, size_t size)                   = 0;
-    virtual status do_vmm_access(int device, uintptr_t addr, size_t size, int accessor)    = 0;
-    virtual status do_stream_create(int device, stream_t * stream)                         = 0;
-    virtual status do_stream_destroy(int device, stream_t stream)                          = 0;
-    virtual status do_malloc_async(int device, size_t size, stream_t stream, void ** ptr)  = 0;
-    virtual status do_free_async(int device, void * ptr, stream_t stream)                  = 0;
-    virtual status do_stream_synchronize(int device, stream_t stream)                      = 0;
-    virtual status do_pool_threshold(int device, uint64_t * threshold)                     = 0;
-    virtual status do_pool_set_threshold(int device, uint64_t threshold)                   = 0;
-    virtual status do_pool_reuse(int device, uint32_t * policies)                          = 0;
-    virtual status do_pool_set_reuse(int device, uint32_t policies)                        = 0;
-    virtual status do_pool_usage(int device, size_t * reserved, size_t * used)             = 0;
-    virtual status do_pool_trim(int device, size_t keep)                                   = 0;
+    // a decorator over below: the calls it lets through go there
+    explicit driver(std::shared_ptr<driver> below);
+    // a decorator's say over a call before it goes below: OK lets it through, any other status
+    // fails it with that status; size is the bytes the call asks for
+    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
 
   private:
-    status noted(call c, status st) {
+    template <typename F> status run(call c, int device, size_t size, F && op) {
+        status st = intercept(c, device, size);
+        if (st == OK) {
+            st = below_ ? below_->run(c, device, size, op) : op(*prims_);
+        }
         calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
         if (st != OK) {
             latched_.store(true, std::memory_order_relaxed);
         }
         return st;
     }
+    // a call of an optional capability: UNSUPPORTED where the device has none
+    template <typename F> status run_vmm(call c, int device, size_t size, F && op) {
+        return run(c, device, size, [&](primitives & p) {
+            vmm_primitives * v = p.vmm(device);
+            return v ? op(*v) : UNSUPPORTED;
+        });
+    }
+    template <typename F> status run_mempool(call c, int device, size_t size, F && op) {
+        return run(c, device, size, [&](primitives & p) {
+            mempool_primitives * m = p.mempool(device);
+            return m ? op(*m) : UNSUPPORTED;
+        });
+    }
 
+    std::shared_ptr<primitives>                   prims_; // the device driver at the bottom
+    std::shared_ptr<driver>                       below_; // a decorator's next driver
     std::array<std::atomic<uint64_t>, CALL_KINDS> calls_{};
     std::atomic<bool>                             latched_{ false };
 };

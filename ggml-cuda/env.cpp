@@ -27,7 +27,8 @@ bool parse_bool(const char * text, bool * out) {
 }
 
 // reads o through parse; unset leaves *out untouched, a value parse refuses is one line
-template <typename T, typename P> status env_read(option o, T * out, P && parse, const char * what, const char * choices) {
+template <typename T, typename P>
+status env_read(option o, T * out, P && parse, const char * what, const char * choices) {
     const char * v = option_text(o);
     if (v == nullptr) {
         return OK;

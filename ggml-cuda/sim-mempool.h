@@ -6,8 +6,7 @@
 // synchronize, reserved memory above the release threshold goes back to the device; trim gives
 // unused memory back down to a floor.
 
-#include "common.h"
-#include "driver.h"
+#include "driver-primitives.h"
 #include "sim-arena.h"
 
 #include <unordered_map>
@@ -29,7 +28,7 @@ class sim_mempool {
     void   trim(sim_arena & arena, size_t keep);
 
     uint64_t threshold = 0; // CUDA's default: release everything unused at each synchronize
-    uint32_t reuse     = REUSE_OPPORTUNISTIC | REUSE_INTERNAL_DEPENDENCIES; // CUDA's default
+    uint64_t reuse     = REUSE_OPPORTUNISTIC | REUSE_INTERNAL_DEPENDENCIES; // CUDA's default
     size_t   reserved() const { return reserved_; }
     size_t   used() const { return used_; }
     size_t   blocks() const { return live_.size() + free_.size(); }

@@ -6,6 +6,9 @@ namespace gcp {
 
 namespace {
 
+constexpr mempool_attr THRESHOLD = mempool_attr::release_threshold;
+constexpr mempool_attr REUSE     = mempool_attr::reuse_policies;
+
 // a failure that only costs speed: say so, clear it, carry on
 bool check(driver & drv, status st, int device, const char * what) {
     if (st == OK) {
@@ -37,12 +40,13 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
         }
     }
     entry e{ drv, device, false, 0, false, 0 };
-    if (check(*drv, drv->pool_threshold(device, &e.threshold), device, "reading the release threshold") &&
+    if (check(*drv, drv->pool_attr(device, THRESHOLD, &e.threshold), device, "reading the release threshold") &&
         e.threshold < THRESHOLD_MAX) { // a threshold another user set to the maximum stays theirs
-        e.raised = check(*drv, drv->pool_set_threshold(device, THRESHOLD_MAX), device, "raising the release threshold");
+        e.raised = check(*drv, drv->pool_set_attr(device, THRESHOLD, THRESHOLD_MAX), device,
+                         "raising the release threshold");
     }
-    if (check(*drv, drv->pool_reuse(device, &e.reuse), device, "reading the reuse policies") && e.reuse != 0) {
-        e.reuse_changed = check(*drv, drv->pool_set_reuse(device, 0), device, "turning cross-stream reuse off");
+    if (check(*drv, drv->pool_attr(device, REUSE, &e.reuse), device, "reading the reuse policies") && e.reuse != 0) {
+        e.reuse_changed = check(*drv, drv->pool_set_attr(device, REUSE, 0), device, "turning cross-stream reuse off");
     }
     GCP_LOG_DEBUG("%s: release threshold %llu%s", pool_label(drv->platform(), device).c_str(),
                   (unsigned long long) e.threshold, e.raised ? ", raised to the maximum" : ", kept");
@@ -62,10 +66,11 @@ void warm_record::release() {
         driver & drv = *e.drv;
         if (e.raised) {
             check(drv, drv.pool_trim(e.device, 0), e.device, "trimming the stream-ordered pool");
-            check(drv, drv.pool_set_threshold(e.device, e.threshold), e.device, "restoring the release threshold");
+            check(drv, drv.pool_set_attr(e.device, THRESHOLD, e.threshold), e.device,
+                  "restoring the release threshold");
         }
         if (e.reuse_changed) {
-            check(drv, drv.pool_set_reuse(e.device, e.reuse), e.device, "restoring the reuse policies");
+            check(drv, drv.pool_set_attr(e.device, REUSE, e.reuse), e.device, "restoring the reuse policies");
         }
     }
     devices_.clear();

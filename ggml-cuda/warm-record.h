@@ -32,7 +32,7 @@ class warm_record {
         bool                    raised;  // threshold raised: trim and restore on release
         uint64_t                threshold;
         bool                    reuse_changed;
-        uint32_t                reuse;
+        uint64_t                reuse;
     };
 
     mutable std::mutex mutex_;
