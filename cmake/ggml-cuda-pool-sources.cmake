@@ -11,14 +11,17 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-sim-vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/env.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/fault-spec.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/graph-pins.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/log.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/names.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-async.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/pool-factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-legacy.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pool-vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/quarantine.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/sim-mempool.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/stream-slots.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/trace.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/warm-record.cpp)
 # the real device (CUDA, or HIP through vendors/hip.h)

@@ -2,12 +2,8 @@
 
 #include "env.h"
 #include "log.h"
-#include "pool-async.h"
-#include "pool-legacy.h"
-#include "pool-vmm.h"
+#include "pool-factory.h"
 #include "quarantine.h"
-
-#include <algorithm>
 
 namespace gcp {
 
@@ -19,15 +15,10 @@ constexpr bool NO_VMM_BUILD = false;
 
 backend::backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv) :
     params_(params),
-    drv_(std::move(drv)) {
+    drv_(std::move(drv)),
+    slots_(*drv_, params) {
     if (params_.vmm_reserve == 0) {
         params_.vmm_reserve = DEFAULT_VMM_RESERVE;
-    }
-    for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
-        for (int s = 0; s < GGML_CPOOL_MAX_STREAMS; s++) {
-            slots_[size_t(d)][size_t(s)].stream   = params_.streams[d][s];
-            slots_[size_t(d)][size_t(s)].borrowed = params_.streams[d][s] != nullptr;
-        }
     }
 }
 
@@ -64,16 +55,7 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
 }
 
 backend::~backend() {
-    for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
-        for (slot & s : slots_[size_t(d)]) {
-            if (s.instance) {
-                retire(std::move(s.instance));
-            }
-            if (s.stream != nullptr && !s.borrowed) {
-                destroy_own_stream(d, s.stream);
-            }
-        }
-    }
+    slots_.release([this](std::unique_ptr<pool> p) { retire(std::move(p)); });
 }
 
 void backend::retire(std::unique_ptr<pool> p) {
@@ -95,120 +77,34 @@ void backend::retire(std::unique_ptr<pool> p) {
     quarantine::instance().admit(std::move(p), drv_, why);
 }
 
-void backend::destroy_own_stream(int device, stream_t stream) {
-    if (drv_->stream_destroy(device, stream) != OK) {
-        drv_->clear_error();
-        GCP_LOG_ERROR("%s: destroying the context's stream failed", pool_label(drv_->platform(), device).c_str());
-    }
-}
-
 uint64_t backend::generation() const {
     uint64_t g = 0;
-    each_pool([&](const pool & p) { g += p.stats().generation; });
+    slots_.each_pool([&](const pool & p) { g += p.stats().generation; });
     return g;
 }
 
 status backend::pin_begin(uint64_t * graph) {
-    if (pinning_ != 0) {
-        GCP_LOG_ERROR("context: pin_begin while graph %llu is still open (call pin_end first)",
-                      (unsigned long long) pinning_);
-        return INVALID_ARGUMENT;
+    status st = pins_.begin(graph);
+    if (st == OK) {
+        slots_.each_pool([&](pool & p) { p.pin_begin(*graph); });
     }
-    graphs_.push_back(next_graph_); // may throw: nothing changed yet
-    pinning_ = next_graph_++;
-    each_pool([&](pool & p) { p.pin_begin(pinning_); });
-    *graph = pinning_;
-    return OK;
+    return st;
 }
 
 status backend::pin_end() {
-    if (pinning_ == 0) {
-        GCP_LOG_ERROR("context: pin_end without pin_begin");
-        return INVALID_ARGUMENT;
+    status st = pins_.end();
+    if (st == OK) {
+        slots_.each_pool([](pool & p) { p.pin_end(); });
     }
-    each_pool([](pool & p) { p.pin_end(); });
-    pinning_ = 0;
-    return OK;
+    return st;
 }
 
 status backend::pin_release(uint64_t graph) {
-    auto it = std::find(graphs_.begin(), graphs_.end(), graph);
-    if (it == graphs_.end() || graph == pinning_) {
-        GCP_LOG_ERROR("context: pin_release of graph %llu, which is %s", (unsigned long long) graph,
-                      graph == pinning_ && graph != 0 ? "still open" : "not pinned here");
-        return INVALID_ARGUMENT;
+    status st = pins_.release(graph);
+    if (st == OK) {
+        slots_.each_pool([&](pool & p) { p.pin_release(graph); });
     }
-    graphs_.erase(it);
-    each_pool([&](pool & p) { p.pin_release(graph); });
-    return OK;
-}
-
-bool backend::valid_slot(int device, int slot) const {
-    if (device < 0 || device >= drv_->device_count() || device >= GGML_CPOOL_MAX_DEVICES) {
-        GCP_LOG_ERROR("context: device %d out of range (%d devices)", device, drv_->device_count());
-        return false;
-    }
-    if (slot < 0 || slot >= GGML_CPOOL_MAX_STREAMS) {
-        GCP_LOG_ERROR("context: stream slot %d out of range (0..%d)", slot, GGML_CPOOL_MAX_STREAMS - 1);
-        return false;
-    }
-    return true;
-}
-
-status backend::stream(int device, int slot, stream_t * out) {
-    if (!valid_slot(device, slot)) {
-        return INVALID_ARGUMENT;
-    }
-    struct slot & s = slots_[size_t(device)][size_t(slot)];
-    if (s.stream == nullptr) {
-        stream_t own = nullptr;
-        status   st  = drv_->stream_create(device, &own);
-        if (st != OK) {
-            drv_->clear_error();
-            GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_->platform(), device).c_str(),
-                          slot, status_name(st));
-            return st;
-        }
-        s.stream   = own;
-        s.borrowed = false;
-    }
-    *out = s.stream;
-    return OK;
-}
-
-status backend::set_stream(int device, int slot, stream_t stream) {
-    if (!valid_slot(device, slot)) {
-        return INVALID_ARGUMENT;
-    }
-    struct slot & s = slots_[size_t(device)][size_t(slot)];
-    if (stream == nullptr ? !s.borrowed : stream == s.stream) {
-        return OK;
-    }
-    stream_t next = stream;
-    if (next == nullptr && s.instance) { // the pool needs a stream to move to: one of the context's own
-        status st = drv_->stream_create(device, &next);
-        if (st != OK) {
-            drv_->clear_error();
-            GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_->platform(), device).c_str(),
-                          slot, status_name(st));
-            return st;
-        }
-    }
-    if (s.instance) {
-        status st = s.instance->set_stream(next);
-        if (st != OK) {
-            if (stream == nullptr) {
-                destroy_own_stream(device, next);
-            }
-            return st;
-        }
-    }
-    if (s.stream != nullptr && !s.borrowed) {
-        destroy_own_stream(device, s.stream);
-    }
-    s.stream   = next; // nullptr without a pool: created when one is needed
-    s.borrowed = stream != nullptr;
-    return OK;
+    return st;
 }
 
 status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
@@ -246,29 +142,23 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
 }
 
 status backend::get_pool(int device, int slot, pool ** out) {
-    if (!valid_slot(device, slot)) {
+    if (!slots_.valid(device, slot)) {
         return INVALID_ARGUMENT;
     }
-    std::unique_ptr<pool> & p = slots_[size_t(device)][size_t(slot)].instance;
+    std::unique_ptr<pool> & p = slots_.pool_of(device, slot);
     if (!p) {
         ggml_cpool_kind kind;
         stream_t        s  = nullptr;
         status          st = resolve_kind(device, &kind);
         if (st == OK) {
-            st = stream(device, slot, &s); // the pool synchronizes, detects capture and orders its calls on it
+            st = slots_.stream(device, slot, &s); // the pool synchronizes, detects capture and orders its calls on it
         }
         if (st != OK) {
             return st;
         }
-        if (kind == GGML_CPOOL_KIND_VMM) {
-            p.reset(new pool_vmm(*drv_, device, s, params_.vmm_reserve, params_.vmm_peer_access != 0));
-        } else if (kind == GGML_CPOOL_KIND_ASYNC) {
-            p.reset(new pool_async(drv_, device, s));
-        } else {
-            p.reset(new pool_legacy(*drv_, device, kind, s));
-        }
-        if (pinning_ != 0) {
-            p->pin_begin(pinning_);
+        p = make_pool(kind, drv_, device, s, params_);
+        if (pins_.open() != 0) {
+            p->pin_begin(pins_.open());
         }
         GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), kind_name(kind), slot);
     }

@@ -1,15 +1,15 @@
 #pragma once
-// A backend context: one session. Owns one pool per (device, consumer stream slot), created on
-// first use on that slot's stream, and picks each pool's kind. Memory one context frees is never
-// handed to another. The consumer's streams are borrowed, never destroyed; where a slot has none
-// the context creates one of its own.
+// A backend context: one session. Picks each device's pool kind and owns one pool per (device,
+// consumer stream slot), created on first use on that slot's stream (stream-slots.h). Memory one
+// context frees is never handed to another; destroying the context gives back, or quarantines,
+// every pool.
 
 #include "driver.h"
+#include "graph-pins.h"
 #include "pool.h"
+#include "stream-slots.h"
 
-#include <array>
 #include <memory>
-#include <vector>
 
 namespace gcp {
 
@@ -26,10 +26,8 @@ class backend {
     ~backend();
 
     status get_pool(int device, int slot, pool ** out);
-    // the stream of (device, slot): the borrowed one, or the context's own, created on first use
-    status stream(int device, int slot, stream_t * out);
-    // borrows the consumer's stream for (device, slot); nullptr gives the slot one of its own
-    status set_stream(int device, int slot, stream_t stream);
+    status stream(int device, int slot, stream_t * out) { return slots_.stream(device, slot, out); }
+    status set_stream(int device, int slot, stream_t stream) { return slots_.set_stream(device, slot, stream); }
 
     // moves whenever any of the context's pools returns memory to the driver
     uint64_t generation() const;
@@ -39,37 +37,17 @@ class backend {
     status   pin_release(uint64_t graph);
 
   private:
-    struct slot {
-        stream_t              stream   = nullptr;
-        bool                  borrowed = false;
-        std::unique_ptr<pool> instance;
-    };
-
     backend(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
     status resolve_kind(int device, ggml_cpool_kind * kind);
-    bool   valid_slot(int device, int slot) const;
     void   retire(std::unique_ptr<pool> p); // at destruction: free, or quarantine
-    void   destroy_own_stream(int device, stream_t stream);
-    // every pool of the context
-    template <typename F> void each_pool(F && f) const {
-        for (auto & device : slots_) {
-            for (auto & s : device) {
-                if (s.instance) {
-                    f(*s.instance);
-                }
-            }
-        }
-    }
 
-    ggml_cpool_ctx_params                                  params_;
-    std::shared_ptr<driver>                                drv_;
-    ggml_cpool_kind                                        env_kind_ = GGML_CPOOL_KIND_AUTO;
-    bool                                                   no_vmm_   = false;
-    bool                                                   guard_logged_ = false;
-    uint64_t                                               pinning_      = 0; // the open graph
-    uint64_t                                               next_graph_   = 1;
-    std::vector<uint64_t>                                  graphs_;           // pinned, not released
-    std::array<std::array<slot, GGML_CPOOL_MAX_STREAMS>, GGML_CPOOL_MAX_DEVICES> slots_;
+    ggml_cpool_ctx_params   params_;
+    std::shared_ptr<driver> drv_;
+    stream_slots            slots_; // after drv_, which it uses
+    graph_pins              pins_;
+    ggml_cpool_kind         env_kind_     = GGML_CPOOL_KIND_AUTO;
+    bool                    no_vmm_       = false;
+    bool                    guard_logged_ = false;
 };
 
 } // namespace gcp

@@ -1,0 +1,21 @@
+#include "pool-factory.h"
+
+#include "pool-async.h"
+#include "pool-legacy.h"
+#include "pool-vmm.h"
+
+namespace gcp {
+
+std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driver> & drv, int device,
+                                stream_t stream, const ggml_cpool_ctx_params & params) {
+    switch (kind) {
+        case GGML_CPOOL_KIND_VMM:
+            return std::make_unique<pool_vmm>(*drv, device, stream, params.vmm_reserve, params.vmm_peer_access != 0);
+        case GGML_CPOOL_KIND_ASYNC:
+            return std::make_unique<pool_async>(drv, device, stream);
+        default:
+            return std::make_unique<pool_legacy>(*drv, device, kind, stream);
+    }
+}
+
+} // namespace gcp
