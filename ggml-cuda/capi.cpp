@@ -1,68 +1,19 @@
-// The C ABI: argument checks and the wall that no exception crosses.
+// The consumer's C ABI (ggml-cuda-pool.h): argument checks and the wall that no exception
+// crosses. The calls of ggml-cuda-pool-testing.h are in capi-testing.cpp.
 
-#include "backend.h"
-#include "driver-factory.h"
-#include "driver-fault.h"
+#include "capi.h"
 #include "driver-sim.h"
-#include "log.h"
 #include "quarantine.h"
 #include "trace.h"
 
-#include <new>
-
-struct ggml_cpool_driver {
-    gcp::driver_ref ref;
-};
-
-struct ggml_cpool_ctx {
-    ggml_cpool_driver              driver; // the handle ggml_cpool_ctx_driver lends out
-    std::unique_ptr<gcp::backend>  impl;
-};
-
 namespace {
+
+using namespace gcp::capi;
 
 namespace trace = gcp::trace;
 using trace_op  = gcp::trace_format::op;
 
 gcp::pool * as_pool(ggml_cpool_t p) { return reinterpret_cast<gcp::pool *>(p); }
-
-// runs f, turning any exception (allocation failure of a bookkeeping structure) into a status
-template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        GCP_LOG_ERROR("%s: host out of memory", what);
-        return GGML_CPOOL_STATUS_OUT_OF_MEMORY;
-    } catch (...) {
-        GCP_LOG_ERROR("%s: unexpected internal error", what);
-        return GGML_CPOOL_STATUS_DRIVER_ERROR;
-    }
-}
-
-ggml_cpool_status null_arg(const char * fn, const char * arg) {
-    GCP_LOG_ERROR("%s: %s is NULL", fn, arg);
-    return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
-}
-
-// a driver call by device: a NULL driver or an out-of-range device is refused, and a failure is
-// cleared (it is the return value's to report)
-template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_driver_t driver, int device, F && f) {
-    if (driver == nullptr) {
-        return null_arg(fn, "driver");
-    }
-    gcp::driver & drv = *driver->ref.drv;
-    if (device < 0 || device >= drv.device_count()) {
-        GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, drv.device_count());
-        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
-    }
-    return guarded(fn, [&] {
-        ggml_cpool_status st = f(drv);
-        if (st != GGML_CPOOL_STATUS_OK) {
-            drv.clear_error();
-        }
-        return st;
-    });
-}
 
 // runs a context's call; while a trace records, hands what it did to `record` (pool calls are
 // observed by trace::observe instead)
@@ -103,10 +54,6 @@ __attribute__((noinline)) ggml_cpool_status observed_trim(gcp::pool & p) {
 
 extern "C" {
 
-ggml_cpool_sim_params ggml_cpool_sim_default_params(void) {
-    return gcp::sim_driver::defaults();
-}
-
 ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params * sim,
                                            ggml_cpool_driver_t * out) {
     if (out == nullptr) {
@@ -131,96 +78,10 @@ int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
     return driver ? driver->ref.drv->device_count() : 0;
 }
 
-size_t ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver) {
-    return driver ? driver->ref.drv->outstanding() : 0;
-}
-
-size_t ggml_cpool_driver_used(ggml_cpool_driver_t driver, int device) {
-    return driver ? driver->ref.drv->used(device) : 0;
-}
-
-uint64_t ggml_cpool_driver_calls(ggml_cpool_driver_t driver, ggml_cpool_call call) {
-    if (driver == nullptr || call < 0 || call > GGML_CPOOL_CALL_COUNT) {
-        return 0;
-    }
-    return call == GGML_CPOOL_CALL_COUNT ? driver->ref.drv->calls() : driver->ref.drv->calls(gcp::call(call));
-}
-
-ggml_cpool_status ggml_cpool_driver_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t * threshold) {
-    if (threshold == nullptr) {
-        return null_arg(__func__, "threshold");
-    }
-    return driver_call(__func__, driver, device, [&](gcp::driver & d) {
-        return d.pool_attr(device, gcp::mempool_attr::release_threshold, threshold);
-    });
-}
-
-ggml_cpool_status ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t threshold) {
-    return driver_call(__func__, driver, device, [&](gcp::driver & d) {
-        return d.pool_set_attr(device, gcp::mempool_attr::release_threshold, threshold);
-    });
-}
-
-ggml_cpool_status ggml_cpool_driver_pool_usage(ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used) {
-    if (reserved == nullptr || used == nullptr) {
-        return null_arg(__func__, reserved ? "used" : "reserved");
-    }
-    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.pool_usage(device, reserved, used); });
-}
-
-ggml_cpool_status ggml_cpool_driver_synchronize(ggml_cpool_driver_t driver, int device) {
-    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.synchronize(device); });
-}
-
-int ggml_cpool_driver_error_latched(ggml_cpool_driver_t driver) {
-    return driver && driver->ref.drv->error_latched() ? 1 : 0;
-}
-
-ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec,
-                                                 ggml_cpool_driver_t * out) {
-    if (inner == nullptr || out == nullptr) {
-        return null_arg(__func__, inner ? "out" : "inner");
-    }
-    *out = nullptr;
-    return guarded(__func__, [&] {
-        gcp::fault_spec   parsed;
-        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed);
-        if (st == GGML_CPOOL_STATUS_OK) {
-            *out = new ggml_cpool_driver{ gcp::make_fault_driver(inner->ref, parsed) };
-        }
-        return st;
-    });
-}
-
-static gcp::fault_driver * as_fault(ggml_cpool_driver_t driver) {
-    return driver ? driver->ref.fault : nullptr;
-}
-
-ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const char * spec) {
-    gcp::fault_driver * f = as_fault(fault);
-    if (f == nullptr) {
-        GCP_LOG_ERROR("%s: not a fault-injecting driver", __func__);
-        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
-    }
-    return guarded(__func__, [&] {
-        gcp::fault_spec   parsed;
-        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed, "fault spec", "the previous spec stays armed");
-        if (st == GGML_CPOOL_STATUS_OK) {
-            f->arm(parsed);
-        }
-        return st;
-    });
-}
-
-uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
-    gcp::fault_driver * f = as_fault(fault);
-    return f ? f->fired() : 0;
-}
-
 ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     ggml_cpool_ctx_params p = {};
     p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
-    p.sim                   = gcp::sim_driver::defaults();
+    p.sim                   = nullptr;
     p.driver                = nullptr;
     for (ggml_cpool_kind & k : p.kind) {
         k = GGML_CPOOL_KIND_AUTO;
@@ -247,7 +108,8 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         if (p.driver != nullptr) {
             ref = p.driver->ref;
         } else {
-            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
+            const ggml_cpool_sim_params sim = p.sim ? *p.sim : gcp::sim_driver::defaults();
+            st                              = gcp::make_driver(gcp::raw_enum(p.driver_kind), sim, &ref);
         }
         std::unique_ptr<gcp::backend> b;
         if (st == GGML_CPOOL_STATUS_OK) {
@@ -376,28 +238,6 @@ ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t grap
         c.size = graph;
         trace::record(ctx, c);
     });
-}
-
-static gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
-    return driver ? driver->ref.sim : nullptr;
-}
-
-uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {
-    gcp::sim_driver * sim = as_sim(driver);
-    return sim ? sim->stream_calls(device, stream) : 0;
-}
-
-ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {
-    gcp::sim_driver * sim = as_sim(driver);
-    if (sim == nullptr) {
-        GCP_LOG_ERROR("%s: not a sim driver", __func__);
-        return GGML_CPOOL_STATUS_UNSUPPORTED;
-    }
-    ggml_cpool_status st = sim->set_capturing(device, stream, capturing != 0);
-    if (st != GGML_CPOOL_STATUS_OK) {
-        GCP_LOG_ERROR("%s: unknown device %d or stream %p", __func__, device, stream);
-    }
-    return st;
 }
 
 ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {

@@ -1,7 +1,7 @@
 #pragma once
 // Shared vocabulary of the module: statuses, size arithmetic, names.
 
-#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-testing.h"
 #include "names.h"
 
 #include <algorithm>

@@ -8,9 +8,9 @@
 //   on=<call>             ... of this kind only (default: any)
 //   seed=<n>              ... drawn from this seed (default 1)
 //   limit=<n>             at most n faults fire in all
-// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool.h) or any; numbers are plain decimals
-// (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K, M, G;
-// KB, MB, GB as powers of 2).
+// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool-testing.h) or any; numbers are plain
+// decimals (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K,
+// M, G; KB, MB, GB as powers of 2).
 
 #include "driver.h"
 

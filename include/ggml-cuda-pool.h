@@ -3,6 +3,8 @@
 // ggml-cuda-pool: device-memory pools of a ggml-style CUDA/HIP backend.
 // A context (one session) owns one pool per device; a pool hands out scratch buffers and calls
 // the driver only on a miss. No call aborts or throws: every failure is a status and a log line.
+// What tests and tools use besides (the sim driver's parameters, fault injection, call counters,
+// leak checks) is in ggml-cuda-pool-testing.h.
 
 #include <stddef.h>
 #include <stdint.h>
@@ -55,13 +57,11 @@ enum ggml_cpool_kind {
 
 enum ggml_cpool_driver_kind {
     GGML_CPOOL_DRIVER_CUDA = 0, // the real device through the CUDA (or HIP) runtime
-    GGML_CPOOL_DRIVER_SIM  = 1, // host memory that behaves like a device
+    GGML_CPOOL_DRIVER_SIM  = 1, // host memory that behaves like a device (parameters: ggml-cuda-pool-testing.h)
 };
 
-enum ggml_cpool_platform {
-    GGML_CPOOL_PLATFORM_CUDA = 0,
-    GGML_CPOOL_PLATFORM_HIP  = 1,
-};
+// the sim driver's parameters (ggml-cuda-pool-testing.h); NULL where a call takes one: the defaults
+struct ggml_cpool_sim_params;
 
 enum ggml_cpool_log_level {
     GGML_CPOOL_LOG_DEBUG = 0,
@@ -70,55 +70,16 @@ enum ggml_cpool_log_level {
     GGML_CPOOL_LOG_ERROR = 3,
 };
 
-// The driver calls, one row each: X(NAME, "spec name", takes). The enum below, the names fault
-// specs use (README: Fault injection) and the per-call counters all come from this table.
-// takes: MEMORY, device memory of the size asked (a one-shot fault fires on it); RESOURCE,
-// something else the device can run out of; NOTHING. An injected failure of a call that takes
-// something is an out-of-memory, of any other a driver error.
-#define GGML_CPOOL_CALLS(X)                                                                       \
-    X(MALLOC,        "malloc",       MEMORY)                                                       \
-    X(FREE,          "free",         NOTHING)                                                      \
-    X(SYNCHRONIZE,   "sync",         NOTHING)  /* the whole device */                              \
-    X(VMM_RESERVE,   "reserve",      RESOURCE) /* a virtual address range */                       \
-    X(VMM_UNRESERVE, "unreserve",    NOTHING)                                                      \
-    X(VMM_CREATE,    "create",       MEMORY)   /* physical memory for a range */                   \
-    X(VMM_RELEASE,   "release",      NOTHING)                                                      \
-    X(VMM_MAP,       "map",          RESOURCE)                                                     \
-    X(VMM_UNMAP,     "unmap",        NOTHING)                                                      \
-    X(VMM_ACCESS,    "access",       NOTHING)                                                      \
-    X(STREAM,        "stream",       NOTHING)  /* create or destroy a stream */                    \
-    X(MALLOC_ASYNC,  "malloc_async", MEMORY)                                                       \
-    X(FREE_ASYNC,    "free_async",   NOTHING)                                                      \
-    X(STREAM_SYNC,   "stream_sync",  NOTHING)                                                      \
-    X(POOL_ATTR,     "attr",         NOTHING)  /* read or set a stream-ordered pool attribute */   \
-    X(POOL_TRIM,     "pool_trim",    NOTHING)
-
-enum ggml_cpool_call {
-#define GGML_CPOOL_CALL_ENUM(name, spec, takes) GGML_CPOOL_CALL_##name,
-    GGML_CPOOL_CALLS(GGML_CPOOL_CALL_ENUM)
-#undef GGML_CPOOL_CALL_ENUM
-    GGML_CPOOL_CALL_COUNT,
-};
-
-struct ggml_cpool_sim_params {
-    size_t                   capacity;     // device memory per device, bytes
-    int                      device_count;
-    enum ggml_cpool_platform platform;
-    size_t                   granularity;  // VMM mapping granularity, bytes
-    int                      vmm_supported;
-    int                      async_supported; // a stream-ordered pool per device
-};
-
 struct ggml_cpool_ctx_params {
-    enum ggml_cpool_driver_kind  driver_kind;
-    struct ggml_cpool_sim_params sim;          // used when driver_kind is SIM
-    ggml_cpool_driver_t          driver;       // optional: share this driver instead (several contexts on one device)
-    enum ggml_cpool_kind         kind[GGML_CPOOL_MAX_DEVICES]; // AUTO leaves the choice to the environment
-    size_t                       vmm_reserve;  // virtual range reserved per VMM pool, bytes
-    int                          vmm_peer_access; // VMM pools also map their memory for every peer device that can reach it
+    enum ggml_cpool_driver_kind          driver_kind;
+    const struct ggml_cpool_sim_params * sim;          // optional, when driver_kind is SIM (read at creation)
+    ggml_cpool_driver_t                  driver;       // optional: share this driver instead (several contexts on one device)
+    enum ggml_cpool_kind                 kind[GGML_CPOOL_MAX_DEVICES]; // AUTO leaves the choice to the environment
+    size_t                               vmm_reserve;  // virtual range reserved per VMM pool, bytes
+    int                                  vmm_peer_access; // VMM pools also map their memory for every peer device that can reach it
     // optional: the consumer's streams to borrow (cudaStream_t), per device and slot; NULL: the
     // context creates a stream of its own for that slot when it needs one
-    void *                       streams[GGML_CPOOL_MAX_DEVICES][GGML_CPOOL_MAX_STREAMS];
+    void *                               streams[GGML_CPOOL_MAX_DEVICES][GGML_CPOOL_MAX_STREAMS];
 };
 
 struct ggml_cpool_stats {
@@ -142,31 +103,10 @@ struct ggml_cpool_stats {
 
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
 
-// drivers: reference counted; a context keeps the driver it uses alive
-GGML_CPOOL_API struct ggml_cpool_sim_params ggml_cpool_sim_default_params(void);
+// drivers: reference counted; a context keeps the driver it uses alive (sim: optional, for the SIM kind)
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_create (enum ggml_cpool_driver_kind kind, const struct ggml_cpool_sim_params * sim, ggml_cpool_driver_t * out);
 GGML_CPOOL_API void                         ggml_cpool_driver_release(ggml_cpool_driver_t driver);
 GGML_CPOOL_API int                          ggml_cpool_driver_device_count(ggml_cpool_driver_t driver);
-// allocations, physical VMM handles and reservations the driver still holds (leak checks)
-GGML_CPOOL_API size_t                       ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver);
-// device bytes the driver handed out through this module and has not yet taken back
-GGML_CPOOL_API size_t                       ggml_cpool_driver_used(ggml_cpool_driver_t driver, int device);
-// calls made through this driver handle (GGML_CPOOL_CALL_COUNT: all kinds together)
-GGML_CPOOL_API uint64_t                     ggml_cpool_driver_calls(ggml_cpool_driver_t driver, enum ggml_cpool_call call);
-
-// the device's stream-ordered pool, as the async kind uses it
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_release_threshold    (ggml_cpool_driver_t driver, int device, uint64_t * threshold);
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t driver, int device, uint64_t threshold);
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_pool_usage           (ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used);
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_synchronize          (ggml_cpool_driver_t driver, int device);
-// whether the driver holds an error a later unrelated call would report (CUDA's sticky last error)
-GGML_CPOOL_API int                          ggml_cpool_driver_error_latched        (ggml_cpool_driver_t driver);
-
-// fault injection: a driver that forwards to `inner` and fails the calls `spec` names (README:
-// Fault injection); set_faults re-arms it, NULL or "" disarms it
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec, ggml_cpool_driver_t * out);
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_faults  (ggml_cpool_driver_t fault, const char * spec);
-GGML_CPOOL_API uint64_t                     ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault);
 
 // contexts: one per session; pools are created lazily per device and belong to the context alone
 GGML_CPOOL_API struct ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void);
@@ -194,10 +134,6 @@ GGML_CPOOL_API uint64_t                     ggml_cpool_ctx_generation (ggml_cpoo
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_begin  (ggml_cpool_ctx_t ctx, uint64_t * graph);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_end    (ggml_cpool_ctx_t ctx);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph);
-// the sim driver's stand-in for cudaStreamBeginCapture/EndCapture (UNSUPPORTED on other drivers)
-GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing);
-// the sim driver's count of stream-ordered calls on a stream: allocations, frees, synchronizes (0 on other drivers)
-GGML_CPOOL_API uint64_t                     ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream);
 // a stream of the driver's device, for a consumer that has none (any driver, the sim one included)
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_create (ggml_cpool_driver_t driver, int device, void ** stream);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, int device, void * stream);

@@ -3,7 +3,7 @@
 // (the cuda one reports why it is unavailable, so its tests skip with that reason), and the
 // invariants every pool keeps.
 
-#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-testing.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@ struct sim_ctx {
     explicit sim_ctx(ggml_cpool_sim_params p, ggml_cpool_kind kind = GGML_CPOOL_KIND_AUTO) {
         ggml_cpool_ctx_params cp = ggml_cpool_ctx_default_params();
         cp.driver_kind           = GGML_CPOOL_DRIVER_SIM;
-        cp.sim                   = p;
+        cp.sim                   = &p; // read at creation
         for (auto & k : cp.kind) {
             k = kind;
         }

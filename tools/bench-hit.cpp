@@ -15,7 +15,7 @@
 // Defaults: 5 repetitions, randomly interleaved, aggregates only; any --benchmark_* flag given
 // overrides them (CI: --benchmark_min_time=0.001 --benchmark_repetitions=2).
 
-#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-testing.h"
 #include "ggml-style-pool.h"
 
 #include <benchmark/benchmark.h>
@@ -97,7 +97,7 @@ void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload &
     sim.capacity              = SIM_CAPACITY;
     ggml_cpool_ctx_params p   = ggml_cpool_ctx_default_params();
     p.driver_kind             = GGML_CPOOL_DRIVER_SIM;
-    p.sim                     = sim;
+    p.sim                     = &sim;
     p.kind[0]                 = kind;
     ggml_cpool_ctx_t ctx      = nullptr;
     ggml_cpool_t     pool     = nullptr;

@@ -4,7 +4,7 @@
 //   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
 
-#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
 
 #include <cstdio>

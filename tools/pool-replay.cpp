@@ -4,6 +4,7 @@
 //   pool-replay TRACE [--configs NAME,...|all] [--capacity MiB|FRACTION] [--faults SPEC]
 //                     [--perfetto OUT.json] [--samples N] [--verbose] [--list]
 
+#include "ggml-cuda-pool-testing.h"
 #include "perfetto.h"
 #include "replay.h"
 

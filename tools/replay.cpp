@@ -1,6 +1,7 @@
 #include "replay.h"
 
 #include "cost-model.h"
+#include "ggml-cuda-pool-testing.h"
 #include "ledger.h"
 
 #include <algorithm>

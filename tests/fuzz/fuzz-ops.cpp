@@ -5,7 +5,7 @@
 //   byte 0           pool kind (legacy, plain, vmm) and device size
 //   then per op      one opcode byte, then its operands
 
-#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-testing.h"
 
 #include <cstdint>
 #include <cstdio>
