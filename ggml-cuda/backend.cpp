@@ -322,9 +322,10 @@ status backend::get_pool(int device, int slot, pool ** out) {
         if (kind == GGML_CPOOL_KIND_VMM) {
             p.reset(new pool_vmm(*drv_, device, s, params_.vmm_reserve, params_.vmm_peer_access != 0));
         } else if (kind == GGML_CPOOL_KIND_ASYNC) {
-            p.reset(new pool_async(drv_, device, s));
+            p.reset(new pool_async(drv_, device, s, params_.headroom_pct));
         } else {
-            p.reset(new pool_legacy(*drv_, device, kind, s));
+            p.reset(new pool_legacy(*drv_, device, kind, s,
+                                    pool_legacy::options{ kind == GGML_CPOOL_KIND_LEGACY, params_.headroom_pct }));
         }
         if (pinning_ != 0) {
             p->pin_begin(pinning_);
