@@ -88,6 +88,7 @@ ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     }
     p.vmm_reserve     = gcp::DEFAULT_VMM_RESERVE;
     p.vmm_peer_access = 0;
+    p.headroom_pct    = gcp::DEFAULT_HEADROOM_PCT;
     return p;
 }
 

@@ -35,7 +35,7 @@ class live_set {
 
     // the recorded size, or nullptr when ptr is not in the set
     const size_t * find(const void * ptr) const {
-        if (slots_.empty()) {
+        if (slots_.empty() || ptr == nullptr) { // nullptr marks an empty slot, never a buffer
             return nullptr;
         }
         for (size_t i = home(ptr);; i = (i + 1) & mask_) {
@@ -50,7 +50,7 @@ class live_set {
 
     // false when ptr is not in the set
     bool erase(const void * ptr) {
-        if (slots_.empty()) {
+        if (slots_.empty() || ptr == nullptr) {
             return false;
         }
         size_t i = home(ptr);

@@ -7,9 +7,10 @@
 
 namespace gcp {
 
-pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream) :
+pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct) :
     pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream),
-    owner_(std::move(drv)) {
+    owner_(std::move(drv)),
+    headroom_pct_(headroom_pct) {
     warm_record::instance().acquire(owner_, device_);
     observe();
 }
@@ -30,7 +31,10 @@ bool pool_async::observe(size_t pending) {
     if (st != OK) {
         drv_.clear_error(); // statistics only: the allocation itself went through
         reserved = stats_.reserved_bytes;
+        used     = pool_used_;
     }
+    pool_used_      = used;
+    pool_peak_used_ = std::max(pool_peak_used_, used);
     // the device pool holds at least what this context has live, held back or about to hand
     // out: never report less, even when the read failed (live + cached == reserved)
     reserved = std::max(reserved, stats_.live_bytes + deferred_bytes() + pending);
@@ -72,13 +76,14 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr) {
 }
 
 status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
-    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
+    const size_t bytes = miss_bytes(size, flags, 0, ALIGNMENT);
     if (capturing()) {
         status st = alloc_in_capture(bytes, ptr);
         *actual   = st == OK ? bytes : 0;
         return st;
     }
     drain();
+    make_room_within_headroom(bytes);
     status st = drv_.malloc_async(device_, bytes, stream_, ptr);
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
@@ -100,9 +105,51 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
         observe();
         return st;
     }
-    (observe(bytes) ? stats_.misses : stats_.hits)++;
+    if (observe(bytes)) {
+        stats_.misses++;
+        keep_within_headroom(bytes); // it grew where the unused memory looked enough: fragmented
+    } else {
+        stats_.hits++;
+    }
     *actual = bytes;
     return OK;
+}
+
+void pool_async::make_room_within_headroom(size_t bytes) {
+    const size_t unused = stats_.reserved_bytes - std::min(stats_.reserved_bytes, pool_used_);
+    if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
+        return; // nothing to give back, or what the pool holds may serve it
+    }
+    // it must grow: what it would hold beyond the headroom goes back first
+    const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
+    if (stats_.reserved_bytes + bytes > budget) {
+        give_back_down_to(budget > bytes ? budget - bytes : 0, 0);
+    }
+}
+
+void pool_async::keep_within_headroom(size_t pending) {
+    const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
+    if (headroom_pct_ != GGML_CPOOL_HEADROOM_UNLIMITED && stats_.reserved_bytes > budget) {
+        give_back_down_to(budget, pending);
+    }
+}
+
+void pool_async::give_back_down_to(size_t keep, size_t pending) {
+    // this stream's frees land first; memory whose frees have not landed stays (the driver's rule)
+    status st = synchronize();
+    if (st == OK) {
+        st = drv_.pool_trim(device_, keep);
+    }
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_WARN, "giving back unused memory beyond the headroom failed (%s)",
+                      ggml_cpool_status_str(st));
+        return;
+    }
+    const size_t before = stats_.reserved_bytes;
+    observe(pending);
+    GCP_LOG_DEBUG("%s: %.2f MiB held for %.2f MiB in use at peak; gave back %.2f MiB unused beyond the headroom",
+                  name(), to_mib(before), to_mib(pool_peak_used_),
+                  to_mib(before - std::min(before, stats_.reserved_bytes)));
 }
 
 void pool_async::do_free(void * ptr, size_t actual) noexcept {

@@ -15,7 +15,8 @@ namespace gcp {
 
 class pool_async final : public pool {
   public:
-    pool_async(std::shared_ptr<driver> drv, int device, stream_t stream);
+    // headroom_pct: what the device pool may hold beyond the most it has had in use (pool.h)
+    pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct);
     ~pool_async() override;
 
     status trim() override;
@@ -36,6 +37,13 @@ class pool_async final : public pool {
     // shrinkage as memory given back (the generation moves). `pending`: bytes of an allocation
     // about to become live, which the device pool already holds
     bool   observe(size_t pending = 0);
+    // The device pool holds at most headroom_pct_ above the most it has had in use: before an
+    // allocation its unused memory cannot serve, what would be beyond goes back; after an
+    // allocation that grew it anyway (fragmented), the same. The driver picks which unused memory
+    // goes back (the real one: whole unused chunks). `pending` as for observe
+    void   make_room_within_headroom(size_t bytes);
+    void   keep_within_headroom(size_t pending);
+    void   give_back_down_to(size_t keep, size_t pending);
     void   on_unpinned() override { drain(); }
     void   on_stream_change() override { drain(); }
     // an allocation while the stream is capturing: a memory node of the graph
@@ -56,6 +64,9 @@ class pool_async final : public pool {
     std::vector<void *>   captured_;
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
+    uint32_t                headroom_pct_;
+    size_t                  pool_used_      = 0; // the device pool's bytes in use, at the last read
+    size_t                  pool_peak_used_ = 0;
 };
 
 } // namespace gcp

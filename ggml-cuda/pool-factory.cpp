@@ -12,9 +12,10 @@ std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driv
         case GGML_CPOOL_KIND_VMM:
             return std::make_unique<pool_vmm>(*drv, device, stream, params.vmm_reserve, params.vmm_peer_access != 0);
         case GGML_CPOOL_KIND_ASYNC:
-            return std::make_unique<pool_async>(drv, device, stream);
+            return std::make_unique<pool_async>(drv, device, stream, params.headroom_pct);
         default:
-            return std::make_unique<pool_legacy>(*drv, device, kind, stream);
+            return std::make_unique<pool_legacy>(*drv, device, kind, stream,
+                                                 pool_legacy::options{ kind == GGML_CPOOL_KIND_LEGACY, params.headroom_pct });
     }
 }
 

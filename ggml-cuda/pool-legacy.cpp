@@ -2,53 +2,64 @@
 
 #include "log.h"
 
-#include <algorithm>
-
 namespace gcp {
 
 pool_legacy::~pool_legacy() {
     release_live();
-    flush(false);
+    release_oldest(SIZE_MAX, false);
 }
 
 status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     clock_++;
-    // best fit: the smallest cached buffer that holds the request
-    size_t best = cache_.size();
-    for (size_t i = 0; i < cache_.size(); i++) {
-        if (cache_[i].size >= size && (best == cache_.size() || cache_[i].size < cache_[best].size)) {
-            best = i;
-            if (cache_[i].size == size) {
-                break;
-            }
-        }
-    }
-    if (best != cache_.size()) {
-        *ptr    = cache_[best].ptr;
-        *actual = cache_[best].size;
-        cached_ -= cache_[best].size;
-        cache_[best] = cache_.back();
-        cache_.pop_back();
+    size_bins::buffer hit{};
+    if (bins_.take(size, &hit)) { // best fit: the smallest cached buffer that holds the request
+        *ptr    = hit.ptr;
+        *actual = hit.size;
         stats_.hits++;
         return OK;
     }
 
     stats_.misses++;
-    size_t bytes = (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size + size / LOOK_AHEAD_DIVISOR;
-    bytes        = round_up(bytes, ROUNDING);
-    status st    = drv_.malloc(device_, bytes, ptr);
+    const size_t bytes = miss_bytes(size, flags, LOOK_AHEAD_DIVISOR, ROUNDING);
+    bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
+    keep_within_headroom(bytes);
+    status st = drv_.malloc(device_, bytes, ptr);
     if (st == OUT_OF_MEMORY) {
         st = recover(bytes, ptr);
     } else if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: driver alloc of %.2f MiB failed (%s)", name(), to_mib(bytes), ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes),
+                      ggml_cpool_status_str(st));
     }
     if (st != OK) {
+        bins_.unreserve(bytes);
         return st;
     }
     on_driver_alloc(bytes);
     *actual = bytes;
     return OK;
+}
+
+void pool_legacy::keep_within_headroom(size_t bytes) {
+    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+        return;
+    }
+    const size_t peak   = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
+    const size_t budget = headroom_budget(peak, opt_.headroom_pct);
+    if (stats_.reserved_bytes + bytes <= budget || bins_.count() == 0 || capturing()) {
+        return;
+    }
+    // queued kernels may still use cached buffers: they finish before any goes back
+    status st = synchronize();
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_WARN, "synchronize before giving back outgrown buffers failed (%s); kept",
+                      ggml_cpool_status_str(st));
+        return;
+    }
+    const size_t excess = stats_.reserved_bytes + bytes - budget;
+    const size_t freed  = release_oldest(excess);
+    GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
+                  "recently used",
+                  name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
 status pool_legacy::recover(size_t bytes, void ** ptr) {
@@ -59,26 +70,34 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
                      name(), to_mib(bytes));
         return OUT_OF_MEMORY;
     }
-    if (cached_ == 0) {
+    // queued kernels may still use cached buffers: let them finish before any goes back; it also
+    // lets other streams' frees land. The pool's stream, not the device: a device-wide
+    // synchronize would break a graph capture that another context runs on this device
+    status st = synchronize();
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed",
+                      ggml_cpool_status_str(st));
+        return st;
+    }
+    if (bins_.count() == 0) {
+        // nothing to give back: one retry, for a failure that has passed by now
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
+                      to_mib(bytes), to_mib(stats_.live_bytes));
+        if (drv_.malloc(device_, bytes, ptr) == OK) {
+            GCP_LOG_DEBUG("%s: retry succeeded", name());
+            return OK;
+        }
+        drv_.clear_error();
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed: out of memory with nothing cached (%.2f MiB live)", name(),
                      to_mib(bytes), to_mib(stats_.live_bytes));
         return OUT_OF_MEMORY;
     }
-    // queued kernels may still use cached buffers: let them finish before any goes back. The
-    // pool's stream, not the device: a device-wide synchronize would break a graph capture that
-    // another context runs on this device
-    status st = synchronize();
-    if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: synchronize before reclaim failed (%s); nothing freed", name(), ggml_cpool_status_str(st));
-        return st;
-    }
 
-    if (kind_ == GGML_CPOOL_KIND_LEGACY) {
+    if (opt_.lru) {
         size_t target = RECLAIM_FACTOR * bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
-                      name(), to_mib(bytes), to_mib(target), to_mib(cached_));
-        size_t freed = reclaim_lru(target);
+                      name(), to_mib(bytes), to_mib(target), to_mib(bins_.bytes()));
+        size_t freed = release_oldest(target);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
         if (drv_.malloc(device_, bytes, ptr) == OK) {
@@ -86,7 +105,7 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
             return OK;
         }
         drv_.clear_error();
-        if (cached_ == 0) {
+        if (bins_.count() == 0) {
             GCP_LOG_WARN("%s: alloc of %.2f MiB failed after reclaiming all %.2f MiB cached: out of memory", name(),
                          to_mib(bytes), to_mib(freed));
             return OUT_OF_MEMORY;
@@ -94,8 +113,8 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
     }
 
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
-                  to_mib(cached_));
-    size_t freed = flush();
+                  to_mib(bins_.bytes()));
+    size_t freed = release_oldest(SIZE_MAX);
     stats_.flushes++;
     if (drv_.malloc(device_, bytes, ptr) == OK) {
         GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
@@ -107,59 +126,58 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
     return OUT_OF_MEMORY;
 }
 
-size_t pool_legacy::release(size_t index) {
-    buffer b  = cache_[index];
+bool pool_legacy::release(const size_bins::buffer & b) {
     status st = drv_.free(device_, b.ptr);
     if (st != OK) {
         // kept cached: a buffer the driver would not take back is not lost from the accounting
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: driver free of %p (%.2f MiB) failed (%s); kept cached", name(), b.ptr, to_mib(b.size),
-                      ggml_cpool_status_str(st));
-        return 0;
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr,
+                      to_mib(b.size), ggml_cpool_status_str(st));
+        return false;
     }
-    cache_.erase(cache_.begin() + std::ptrdiff_t(index));
-    cached_ -= b.size;
+    bins_.remove(b.ptr, b.size);
     on_driver_free(b.size);
-    return b.size;
+    return true;
 }
 
-size_t pool_legacy::reclaim_lru(size_t target) {
-    std::sort(cache_.begin(), cache_.end(), [](const buffer & a, const buffer & b) { return a.last_use < b.last_use; });
-    size_t freed = 0;
-    size_t i     = 0;
-    while (freed < target && i < cache_.size()) {
-        // a buffer the driver refused, or one a captured graph still uses, stays: step over it
-        size_t n = pinned(cache_[i].ptr) ? 0 : release(i);
-        freed += n;
-        i += n == 0;
-    }
-    return freed;
-}
-
-size_t pool_legacy::flush(bool keep_pinned) {
-    size_t freed = 0;
-    for (size_t i = cache_.size(); i-- > 0;) {
-        freed += keep_pinned && pinned(cache_[i].ptr) ? 0 : release(i);
+size_t pool_legacy::release_oldest(size_t target, bool keep_pinned) {
+    // oldest first, by a scan per buffer: no allocation, so this also serves destruction; each
+    // cached buffer has a use of its own on the clock, so `after` steps over the refused ones
+    size_t   freed = 0;
+    uint64_t after = 0;
+    while (freed < target) {
+        size_bins::buffer next{};
+        bool              found = false;
+        bins_.for_each([&](const size_bins::buffer & b) {
+            if (b.last_use > after && (!found || b.last_use < next.last_use) && !(keep_pinned && pinned(b.ptr))) {
+                next  = b;
+                found = true;
+            }
+        });
+        if (!found) {
+            break;
+        }
+        after = next.last_use;
+        freed += release(next) ? next.size : 0;
     }
     return freed;
 }
 
 void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
-    if (cache_.size() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
+    if (bins_.count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
                       to_mib(actual));
         status st = drv_.free(device_, ptr);
         if (st == OK) {
+            bins_.forget_out(actual);
             on_driver_free(actual);
             return;
         }
         // kept cached past the limit: still accounted, and the next flush tries again
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: driver free of %p failed (%s); kept cached", name(), ptr, ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p failed (%s); kept cached", ptr,
+                      ggml_cpool_status_str(st));
     }
-    cache_.push_back({ ptr, actual, clock_ }); // within the room alloc made
-    cached_ += actual;
+    bins_.put(ptr, actual, clock_); // within the room its bin kept
 }
 
 status pool_legacy::trim() {
@@ -167,13 +185,10 @@ status pool_legacy::trim() {
         log_capture_refusal("trim refused");
         return UNSUPPORTED;
     }
-    flush();
-    for (const buffer & b : cache_) {
-        if (!pinned(b.ptr)) {
-            return DRIVER_ERROR; // the driver refused one
-        }
-    }
-    return OK;
+    release_oldest(SIZE_MAX);
+    bool refused = false;
+    bins_.for_each([&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); });
+    return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
 
 } // namespace gcp

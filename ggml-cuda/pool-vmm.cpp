@@ -117,7 +117,7 @@ status pool_vmm::grow(size_t bytes) {
 
 status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
-    size_t bytes = round_up((flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size : size, ALIGNMENT);
+    const size_t bytes = miss_bytes(size, flags, 0, ALIGNMENT);
     if (base_ == 0) {
         status st = reserve();
         if (st != OK) {
@@ -132,6 +132,19 @@ status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
     if (used_ + bytes > mapped_) {
         stats_.misses++;
         status st = grow(used_ + bytes - mapped_);
+        if (st == OUT_OF_MEMORY && !capturing()) {
+            // nothing cached to give back: one retry once the stream's work (and other streams'
+            // frees) has landed, for a failure that has passed by then
+            GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(),
+                          to_mib(used_ + bytes - mapped_));
+            st = synchronize();
+            if (st == OK) {
+                st = grow(used_ + bytes - mapped_);
+                GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
+            } else {
+                drv_.clear_error();
+            }
+        }
         if (st != OK) {
             return st;
         }

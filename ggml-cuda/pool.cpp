@@ -3,9 +3,16 @@
 #include "log.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 
 namespace gcp {
+
+namespace {
+
+constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
+
+} // namespace
 
 const char * pool::name() const {
     if (name_[0] == '\0') {
@@ -38,7 +45,9 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     *ptr    = nullptr;
     *actual = 0;
     // a free must never need host memory (failing, it would lose its buffer): room for every
-    // live buffer, this one included, to come back is made before anything is taken
+    // live buffer, this one included, to come back (and to be recorded) is made before anything
+    // is taken
+    live_.reserve(live_.size() + 1);
     room_for_frees(live_.size() + 1);
     const uint64_t hits = stats_.hits;
     status         st   = do_alloc(size, flags, ptr, actual);
@@ -65,7 +74,7 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
 }
 
 void pool::record(void * ptr, size_t actual) {
-    auto live = live_.emplace(ptr, actual).first;
+    live_.insert(ptr, actual); // within the room alloc made
     if (pinning_ == 0) {
         return;
     }
@@ -80,24 +89,24 @@ void pool::record(void * ptr, size_t actual) {
         // an address can come back with another size: the pin covers the largest
         p.size = std::max(p.size, actual);
     } catch (...) {
-        live_.erase(live);
+        live_.erase(ptr);
         throw;
     }
 }
 
 status pool::free(void * ptr, size_t actual) {
-    auto it = live_.find(ptr);
-    if (it == live_.end()) {
+    const size_t * recorded = live_.find(ptr);
+    if (recorded == nullptr) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
         return INVALID_ARGUMENT;
     }
-    if (it->second != actual) {
+    if (*recorded != actual) {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      it->second);
+                      *recorded);
         return INVALID_ARGUMENT;
     }
-    live_.erase(it);
+    live_.erase(ptr);
     stats_.live_bytes -= actual;
     do_free(ptr, actual); // cannot fail: alloc made room for this buffer to come back
     return OK;
@@ -141,6 +150,16 @@ status pool::set_stream(stream_t stream) {
     }
     stream_ = stream;
     return OK;
+}
+
+void pool::driver_failed(ggml_cpool_log_level level, const char * fmt, ...) {
+    drv_.clear_error();
+    char    text[LOG_DETAIL_BYTES];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof(text), fmt, args);
+    va_end(args);
+    log(level, "%s: %s", name(), text);
 }
 
 bool pool::capturing() {
@@ -190,14 +209,22 @@ void pool::release_live() {
     // free in reverse address order: the VMM pool then unwinds its stack in one pass; without
     // room for that order (this runs in destructors, which must not throw), in any order
     try {
-        std::vector<std::pair<void *, size_t>> live(live_.begin(), live_.end());
+        std::vector<std::pair<void *, size_t>> live;
+        live.reserve(live_.size());
+        live_.for_each([&](const void * ptr, size_t size) { live.emplace_back(const_cast<void *>(ptr), size); });
         std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
         for (auto & b : live) {
             free(b.first, b.second);
         }
     } catch (...) {
         while (!live_.empty()) {
-            free(live_.begin()->first, live_.begin()->second);
+            void * ptr  = nullptr;
+            size_t size = 0;
+            live_.for_each([&](const void * p, size_t s) {
+                ptr  = const_cast<void *>(p);
+                size = s;
+            });
+            free(ptr, size);
         }
     }
 }

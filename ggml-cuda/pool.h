@@ -3,6 +3,8 @@
 // free a status instead of corruption, and exact statistics.
 
 #include "driver.h"
+#include "live-set.h"
+#include "log.h"
 
 #include <unordered_map>
 #include <vector>
@@ -59,6 +61,20 @@ class pool {
   protected:
     static constexpr size_t OVERALLOCATE_FACTOR = 2;
 
+    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), else the request
+    // and 1/look_ahead of it more (0: nothing more), rounded up to `rounding`
+    static size_t miss_bytes(size_t size, uint32_t flags, size_t look_ahead, size_t rounding) {
+        size_t bytes = (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size :
+                                                                 size + (look_ahead != 0 ? size / look_ahead : 0);
+        return round_up(bytes, rounding);
+    }
+    // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them
+    static size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
+        return peak + size_t(double(peak) * headroom_pct / 100.0);
+    }
+    // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
+    void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
+
     // size > 0 and <= MAX_REQUEST; on OK *actual >= size
     virtual status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
     // never allocates host memory: a free that could fail would lose its buffer
@@ -108,7 +124,7 @@ class pool {
     // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then
     void record(void * ptr, size_t actual);
 
-    std::unordered_map<void *, size_t> live_; // ptr -> actual size
+    live_set                           live_; // ptr -> actual size
     uint64_t                           pinning_ = 0;
     struct pin {
         uint32_t graphs; // graphs pinning the buffer

@@ -35,6 +35,9 @@ extern "C" {
 // conversion buffers grow with the context), so a miss allocates 2x for headroom
 #define GGML_CPOOL_ALLOC_OVERALLOCATE 1u
 
+// ggml_cpool_ctx_params.headroom_pct: keep every cached buffer, whatever the pool then holds
+#define GGML_CPOOL_HEADROOM_UNLIMITED 0xFFFFFFFFu
+
 typedef struct ggml_cpool_driver * ggml_cpool_driver_t;
 typedef struct ggml_cpool_ctx    * ggml_cpool_ctx_t;
 typedef struct ggml_cpool        * ggml_cpool_t;
@@ -80,6 +83,10 @@ struct ggml_cpool_ctx_params {
     // optional: the consumer's streams to borrow (cudaStream_t), per device and slot; NULL: the
     // context creates a stream of its own for that slot when it needs one
     void *                               streams[GGML_CPOOL_MAX_DEVICES][GGML_CPOOL_MAX_STREAMS];
+    // what a pool may hold beyond the most it has had live at once, in percent (default 25):
+    // before a miss takes more from the driver, least-recently-used cached buffers go back to
+    // keep within it (legacy, plain and async kinds; a VMM pool holds its stack and no more)
+    uint32_t                             headroom_pct;
 };
 
 struct ggml_cpool_stats {

@@ -45,7 +45,8 @@ deps=()
 [ -d .deps/googletest ] && deps+=(-DGGML_CPOOL_GTEST_SRC="$PWD/.deps/googletest")
 [ -d .deps/benchmark ] && deps+=(-DGGML_CPOOL_BENCHMARK_ROOT="$PWD/.deps/benchmark")
 step configure cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGML_CUDA=ON "${deps[@]}" "$@"
-step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { printf '%s\n' "${rows[@]}"; exit 1; }
+step build cmake --build "$BUILD_DIR" -j "$(nproc)" ||
+    { grep -E -A6 '^FAILED|error' "$LOGS/build.log" | head -60; printf '%s\n' "${rows[@]}"; exit 1; }
 
 T="$BUILD_DIR/tests/test-pools"
 step ctest-cpu ctest --test-dir "$BUILD_DIR" -LE gpu -j 8 --output-on-failure

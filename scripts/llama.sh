@@ -28,8 +28,10 @@
 # default ../shared/llama.cpp/llama.cpp-*.tar.xz), LLAMA_BUILD (a build dir; default
 # $LLAMA_WORK/build), CONFIGS ("ggml legacy plain vmm async"), BENCH_MODELS ("1b-f16 1b-q8_0"),
 # BENCH_KV ("f16 q8_0"), BENCH_DEPTHS ("0,8192,32768"), BENCH_ROUNDS (5), BENCH_REPS (2: reps
-# per round, so 10 in all), BENCH_TESTS ("-p 512 -n 128"), OPS_FILTER (test-backend-ops -o),
-# GEN_TOKENS (64), SOAK_TOKENS (512).
+# per round, so 10 in all), BENCH_TESTS ("-p 512 -n 128"), LLAMA_GPU (0: the GPU every step but
+# ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
+# spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
+# SOAK_TOKENS (512).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${LLAMA_WORK:-/tmp/llama-work}
@@ -43,6 +45,7 @@ MODEL_LIST=${LLAMA_MODELS:-"1b-f16 1b-q8_0 8b-q8_0"}
 PATCH=$ROOT/integrations/llama.cpp/ggml-cuda-pool.patch
 PINNED=81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62
 PROMPT="The pools of a CUDA backend hand out scratch buffers"
+GPU=${LLAMA_GPU:-0} # one GPU: llama.cpp would split a model over every visible one
 mkdir -p "$RESULTS" "$MODELS"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
@@ -52,6 +55,8 @@ gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
 # GGML_CUDA_POOL for a configuration: ggml's own pools (ggml, ggml-legacy) or a module kind
 pool_env() { echo "GGML_CUDA_POOL=$1"; }
 module_kinds() { for c in $CONFIGS; do case $c in ggml*) ;; *) echo "$c" ;; esac; done; }
+# the driver call that takes device memory for a module kind (what a fault spec aims at)
+alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
 
 step_prepare() {
     if [ -n "${LLAMA_CPP_DIR:-}" ]; then
@@ -105,24 +110,31 @@ step_models() {
     ls -la "$MODELS"
 }
 
-# test-backend-ops per configuration, one configuration per GPU at a time
+# test-backend-ops per configuration, OPS_AT_ONCE side by side over the GPUs. Its CPU reference
+# backend runs 4 threads a worker, so the workers are sized to the cores: more would spin idle.
 step_ops() {
     local n
     n=$(gpus)
     [ "$n" -ge 1 ] || die "no GPU"
-    local jobs=$(($(nproc) / n)) pending=() running=() gpu=0
+    local pending=() running=() gpu=0
     for c in $CONFIGS; do
         grep -qs 'tests passed' "$RESULTS/ops-$c.txt" || pending+=("$c")
     done
+    local at_once=${OPS_AT_ONCE:-${#pending[@]}}
+    [ "$at_once" -ge 1 ] || return 0
+    local jobs=$(($(nproc) / (4 * at_once)))
+    [ "$jobs" -ge 1 ] || jobs=1
     for c in "${pending[@]}"; do
         say "test-backend-ops: $c on GPU $gpu (-j $jobs)"
-        (env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$gpu "$BIN/test-backend-ops" -b CUDA0 -j "$jobs" \
-            ${OPS_FILTER:+-o "$OPS_FILTER"} >"$RESULTS/ops-$c.log" 2>&1
+        (env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$gpu timeout "${OPS_TIMEOUT:-0}" "$BIN/test-backend-ops" -b CUDA0 \
+            -j "$jobs" ${OPS_FILTER:+-o "$OPS_FILTER"} >"$RESULTS/ops-$c.log" 2>&1
          echo "exit $?" >>"$RESULTS/ops-$c.log"
-         grep -E 'tests passed|backends passed|^exit' "$RESULTS/ops-$c.log" >"$RESULTS/ops-$c.txt") &
+         { grep -aE 'tests passed|backends passed|^exit' "$RESULTS/ops-$c.log"
+           echo "OK $(grep -ac 'OK' "$RESULTS/ops-$c.log") FAIL $(grep -ac 'FAIL' "$RESULTS/ops-$c.log")"; } \
+            >"$RESULTS/ops-$c.txt") &
         running+=($!)
         gpu=$(((gpu + 1) % n))
-        if [ ${#running[@]} -ge "$n" ]; then
+        if [ ${#running[@]} -ge "$at_once" ]; then
             wait "${running[0]}"
             running=("${running[@]:1}")
         fi
@@ -137,9 +149,10 @@ step_ops() {
 generate() {
     local tag=$1 config=$2 tokens=$3
     shift 3
-    env $(pool_env "$config") GGML_CUDA_POOL_STATS="$RESULTS/stats-$tag.txt" "$@" "$BIN/llama-completion" \
-        -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n "$tokens" --temp 0 --seed 1 --ignore-eos -no-cnv -ngl 99 \
-        -fa on -ctk q8_0 -ctv q8_0 -c 4096 >"$RESULTS/completion-$tag.txt" 2>"$RESULTS/completion-$tag.log"
+    env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/stats-$tag.txt" "$@" \
+        "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n "$tokens" --temp 0 --seed 1 --ignore-eos \
+        -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 4096 ${GEN_ARGS:-} >"$RESULTS/completion-$tag.txt" \
+        2>"$RESULTS/completion-$tag.log"
     echo $?
 }
 
@@ -153,17 +166,18 @@ step_complete() {
     md5sum "$RESULTS"/completion-{$(echo $CONFIGS | tr ' ' ,)}.txt 2>/dev/null | sed "s|$RESULTS/||"
 }
 
+# the module's debug lines go through ggml's logger: llama.cpp shows them at verbosity 5
 step_faults() {
     local tokens=${GEN_TOKENS:-64} spec
     for k in $(module_kinds); do
         for f in oneshot prob; do
             [ -s "$RESULTS/completion-$k-$f.txt" ] && continue
             case $f in
-                oneshot) spec="oneshot=${ONESHOT_SIZE:-1MiB}" ;;
-                prob) spec="prob=0.25;on=any;seed=7;limit=8" ;;
+                oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
+                prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
             esac
-            say "faults: $k with $spec, exit $(generate "$k-$f" "$k" "$tokens" GGML_CUDA_POOL_FAULT="$spec" \
-                GGML_CUDA_POOL_LOG=debug)"
+            say "faults: $k with $spec, exit $(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" \
+                GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
             grep -hE 'injected|reclaim|retry|retrying|freeing all' "$RESULTS/completion-$k-$f.log" | head -6
         done
     done
@@ -175,13 +189,15 @@ step_soak() {
     for k in $(module_kinds); do
         [ -s "$RESULTS/completion-$k-soak.log" ] && continue
         [ -s "$RESULTS/completion-$k-nofault.txt" ] || generate "$k-nofault" "$k" "$tokens" >/dev/null
-        say "soak: $k, exit $(generate "$k-soak" "$k" "$tokens" GGML_CUDA_POOL_FAULT="prob=0.05;seed=11")"
+        say "soak: $k, exit $(generate "$k-soak" "$k" "$tokens" \
+            GGML_CUDA_POOL_FAULT="prob=0.05;on=$(alloc_call "$k");seed=11")"
         grep -hE 'ggml-cuda-pool:.*failed' "$RESULTS/completion-$k-soak.log" | head -2
     done
     for k in $(module_kinds); do
         [ -s "$RESULTS/memcheck-$k.log" ] && continue
         say "memcheck: $k"
-        env $(pool_env "$k") GGML_CUDA_POOL_FAULT="prob=0.05;seed=11" compute-sanitizer --tool memcheck \
+        env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_FAULT="prob=0.05;on=$(alloc_call "$k");seed=11" \
+            compute-sanitizer --tool memcheck \
             --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
             --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
             >"$RESULTS/memcheck-$k.txt" 2>"$RESULTS/memcheck-$k.log"
@@ -199,7 +215,8 @@ step_bench() {
                 for c in $CONFIGS; do
                     local tag="bench-$m-$kv-$c-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
-                    env $(pool_env "$c") GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" "$BIN/llama-bench" \
+                    env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
+                        "$BIN/llama-bench" \
                         -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
                         -r "$reps" -o jsonl >"$RESULTS/$tag.part" 2>"$RESULTS/$tag.log" &&
                         mv "$RESULTS/$tag.part" "$RESULTS/$tag.jsonl"
@@ -216,7 +233,8 @@ step_trace() {
     for kv in ${BENCH_KV:-f16 q8_0}; do
         local tag="trace-1b-f16-$kv"
         [ -s "$RESULTS/$tag.trace" ] && continue
-        env GGML_CUDA_POOL=legacy GGML_CUDA_POOL_TRACE="$RESULTS/$tag.part" "$BIN/llama-bench" -m "$MODELS/1b-f16.gguf" \
+        env GGML_CUDA_POOL=legacy CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_TRACE="$RESULTS/$tag.part" \
+            "$BIN/llama-bench" -m "$MODELS/1b-f16.gguf" \
             ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "${BENCH_DEPTHS:-0,8192,32768}" -r 1 -o jsonl \
             >"$RESULTS/$tag.jsonl" 2>"$RESULTS/$tag.log" && mv "$RESULTS/$tag.part" "$RESULTS/$tag.trace"
         say "trace: KV $kv, $(grep -c . "$RESULTS/$tag.trace" 2>/dev/null || echo FAILED) lines"

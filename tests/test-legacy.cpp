@@ -213,16 +213,37 @@ TEST_F(Legacy, OutOfMemoryWhenBothFailThenSmallerRequestsStillServed) {
     }
 }
 
-TEST_F(Legacy, OutOfMemoryWithNothingCachedSkipsTheSynchronize) {
+TEST_F(Legacy, OutOfMemoryWithNothingCachedRetriesOnceThenFails) {
     open(8 * MiB);
     buf    a = alloc(pool_, 6 * MiB);
     void * p = nullptr;
     size_t actual = 0;
     log_capture log;
+    const uint64_t mallocs = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC);
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
-    EXPECT_EQ(log.count("nothing cached"), 1u);
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC) - mallocs, 2u) << "the call and one retry";
+    EXPECT_EQ(log.count("failed with nothing cached .*; retrying once"), 1u);
+    EXPECT_EQ(log.count("out of memory with nothing cached"), 1u);
     EXPECT_EQ(stats_of(pool_).flushes, 0u);
     release(pool_, a);
+}
+
+// a failure that has passed by the time the stream is synchronized (another stream's frees
+// landed): the retry serves the request
+TEST_F(Legacy, AFailureThatPassesIsServedByTheRetry) {
+    open(64 * MiB);
+    ggml_cpool_driver_t fault = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_fault_create(driver_, "fail=malloc:1", &fault), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t ctx  = make_ctx(fault, GGML_CPOOL_KIND_LEGACY);
+    ggml_cpool_t     pool = pool_of(ctx);
+    log_capture      log;
+    buf              a = alloc(pool, 4 * MiB);
+    EXPECT_EQ(log.count("retry succeeded"), 1u);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault), 1u);
+    EXPECT_EQ(stats_of(pool).oom_returned, 0u);
+    release(pool, a);
+    ggml_cpool_ctx_free(ctx);
+    ggml_cpool_driver_release(fault);
 }
 
 TEST_F(Legacy, CacheHoldsAtMost256BuffersAndReturnsTheRest) {

@@ -59,42 +59,86 @@ class model {
     }
 };
 
-// legacy and plain without out-of-memory: a multiset of cached sizes, best fit, 256 slots
+// legacy and plain without out-of-memory: cached buffers by size (best fit, the most recently
+// cached of a size first), 256 slots, and the headroom rule: before a miss would make the pool
+// hold more than the default headroom above its peak live bytes, least recently cached go back
 class legacy_model : public model {
   public:
     size_t alloc(size_t size, bool overallocate, uintptr_t) override {
         auto it = cache_.lower_bound(size);
         if (it != cache_.end()) {
-            size_t actual = *it;
-            cache_.erase(it);
+            size_t actual = it->first;
+            it->second.pop_back();
+            if (it->second.empty()) {
+                cache_.erase(it);
+            }
+            count_--;
             s.cached_bytes -= actual;
             on_alloc(actual, true);
             return actual;
         }
         size_t bytes = round_up(overallocate ? 2 * size : size + size / 20, 256);
+        keep_within_headroom(bytes);
         on_driver(bytes, true);
         on_alloc(bytes, false);
         return bytes;
     }
     void free(uintptr_t, size_t actual) override {
         s.live_bytes -= actual;
-        if (cache_.size() < 256) {
-            cache_.insert(actual);
+        if (count_ < 256) {
+            cache_[actual].push_back(++clock_);
+            count_++;
             s.cached_bytes += actual;
         } else {
             on_driver(actual, false);
         }
     }
     void trim() override {
-        for (size_t b : cache_) {
-            on_driver(b, false);
+        for (auto & kv : cache_) {
+            for (size_t i = 0; i < kv.second.size(); i++) {
+                on_driver(kv.first, false);
+            }
         }
         cache_.clear();
+        count_         = 0;
         s.cached_bytes = 0;
     }
 
   private:
-    std::multiset<size_t> cache_;
+    void keep_within_headroom(size_t bytes) {
+        const size_t peak   = std::max(s.peak_live_bytes, s.live_bytes + bytes);
+        const size_t budget = peak + size_t(double(peak) * pct_ / 100.0);
+        if (s.reserved_bytes + bytes <= budget) {
+            return;
+        }
+        const size_t excess = s.reserved_bytes + bytes - budget;
+        for (size_t freed = 0; freed < excess && count_ > 0;) {
+            auto oldest = cache_.begin();
+            size_t at = 0;
+            for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+                for (size_t i = 0; i < it->second.size(); i++) {
+                    if (it->second[i] < oldest->second[at]) {
+                        oldest = it;
+                        at     = i;
+                    }
+                }
+            }
+            const size_t size = oldest->first;
+            oldest->second.erase(oldest->second.begin() + std::ptrdiff_t(at));
+            if (oldest->second.empty()) {
+                cache_.erase(oldest);
+            }
+            count_--;
+            s.cached_bytes -= size;
+            on_driver(size, false);
+            freed += size;
+        }
+    }
+
+    std::map<size_t, std::vector<uint64_t>> cache_; // size -> when each was cached, latest last
+    const uint32_t pct_ = ggml_cpool_ctx_default_params().headroom_pct;
+    size_t         count_ = 0;
+    uint64_t       clock_ = 0;
 };
 
 // the VMM pool: a stack of blocks over chunks mapped at the granularity

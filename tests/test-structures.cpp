@@ -50,6 +50,15 @@ TEST(LiveSet, MatchesAHashMapOverRandomInsertsAndErases) {
     EXPECT_EQ(set.find(fake_ptr(5000)), nullptr);
 }
 
+TEST(LiveSet, NullIsNeverFoundNorErased) {
+    gcp::live_set set;
+    set.reserve(1);
+    set.insert(fake_ptr(1), 64);
+    EXPECT_EQ(set.find(nullptr), nullptr) << "an empty slot is not a buffer";
+    EXPECT_FALSE(set.erase(nullptr));
+    EXPECT_EQ(set.size(), 1u);
+}
+
 TEST(SizeBins, BestFitMatchesAnOrderedModel) {
     gcp::size_bins                         bins;
     std::multimap<size_t, void *>          model; // cached: size -> ptr

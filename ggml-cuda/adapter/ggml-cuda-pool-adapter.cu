@@ -212,10 +212,15 @@ struct watched_pool final : ggml_cuda_pool {
         report(session->id, device, slot, seen);
     }
 
-    void * alloc(size_t size, size_t * actual_size) override { return watch(own->alloc(size, actual_size), *actual_size); }
+    void * alloc(size_t size, size_t * actual_size) override {
+        void * ptr = own->alloc(size, actual_size); // before *actual_size is read
+        watch(*actual_size);
+        return ptr;
+    }
 
     void * alloc_overallocate(size_t size, size_t * actual_size) override {
-        void * ptr = watch(own->alloc_overallocate(size, actual_size), *actual_size);
+        void * ptr = own->alloc_overallocate(size, actual_size);
+        watch(*actual_size);
         seen.note_growing(size, *actual_size);
         return ptr;
     }
@@ -230,7 +235,7 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
   private:
-    void * watch(void * ptr, size_t actual) {
+    void watch(size_t actual) {
         size_t   reserved = 0, peak = 0;
         uint64_t before = seen.driver_allocs, after = 0;
         if (own->driver_usage(&reserved, &peak, &after)) {
@@ -240,7 +245,6 @@ struct watched_pool final : ggml_cuda_pool {
         seen.hits += after == before;
         live += actual;
         seen.peak_live = std::max(seen.peak_live, live);
-        return ptr;
     }
 
     std::shared_ptr<ggml_cuda_cpool_session> session;

@@ -122,9 +122,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                     buffer b = order[what % order.size()];
                     check(ggml_cpool_free(pool, b.ptr, b.size + 1 + what) == GGML_CPOOL_STATUS_INVALID_ARGUMENT,
                           "wrong size refused");
-                    check(ggml_cpool_free(pool, static_cast<char *>(b.ptr) + 1 + what, b.size) ==
-                              GGML_CPOOL_STATUS_INVALID_ARGUMENT,
-                          "interior pointer refused");
+                    // an interior address may be where the next buffer starts (VMM packs them)
+                    char * inside = static_cast<char *>(b.ptr) + 1 + what;
+                    if (inside < static_cast<char *>(b.ptr) + b.size) {
+                        check(ggml_cpool_free(pool, inside, b.size) == GGML_CPOOL_STATUS_INVALID_ARGUMENT,
+                              "interior pointer refused");
+                    }
                 }
                 check(ggml_cpool_free(pool, &what, 1) == GGML_CPOOL_STATUS_INVALID_ARGUMENT, "foreign pointer refused");
                 break;

@@ -1,0 +1,121 @@
+// The headroom rule: a pool holds at most headroom_pct above the most it has had live at once.
+// A growing request (the flash-attention K/V conversion buffers grow with the context) leaves
+// outgrown buffers behind; without the rule they stay cached for good. Legacy, plain and async
+// kinds, on the sim driver; the same workload with the rule off is the negative control.
+
+#include "harness.h"
+
+#include <algorithm>
+
+using namespace harness;
+
+namespace {
+
+constexpr size_t   SCRATCH      = 4 * MiB;   // a layer's fixed scratch, the same every step
+constexpr size_t   GROWTH_STEP  = 256 << 10; // the conversion buffer grows by this each step
+constexpr int      STEPS        = 64;
+constexpr int      STEADY_STEPS = 16;
+constexpr uint32_t HEADROOM_PCT = 25;
+constexpr uint64_t MAX_ASYNC_ALLOC_FACTOR = 2;
+
+struct run_result {
+    double           worst_ratio = 0; // the largest reserved / peak live seen after a step
+    ggml_cpool_stats end{};
+    uint64_t         steady_driver_allocs = 0;
+    uint64_t         steady_hits          = 0;
+    uint64_t         syncs                = 0;
+};
+
+// one step: the scratch and the growing buffer (OVERALLOCATE, as ggml asks for it) live together
+void step(ggml_cpool_t pool, size_t growing) {
+    buf a = alloc(pool, SCRATCH);
+    buf b = alloc(pool, growing, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    release(pool, b);
+    release(pool, a);
+}
+
+run_result grow_then_hold(ggml_cpool_kind kind, uint32_t headroom_pct) {
+    sim_device            device(sim_params(1024 * MiB));
+    ggml_cpool_ctx_params p   = ctx_params(device.drv, kind);
+    p.headroom_pct            = headroom_pct;
+    ggml_cpool_ctx_t      ctx = nullptr;
+    EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_t pool = pool_of(ctx);
+    run_result   r;
+    for (int t = 1; t <= STEPS; t++) {
+        step(pool, size_t(t) * GROWTH_STEP);
+        ggml_cpool_stats s = stats_of(pool);
+        r.worst_ratio      = std::max(r.worst_ratio, double(s.reserved_bytes) / double(s.peak_live_bytes));
+        expect_consistent(pool);
+    }
+    // the context stops growing: what the pool holds serves every step
+    ggml_cpool_stats before = stats_of(pool);
+    for (int i = 0; i < STEADY_STEPS; i++) {
+        step(pool, size_t(STEPS) * GROWTH_STEP);
+    }
+    r.end                  = stats_of(pool);
+    r.steady_driver_allocs = r.end.driver_allocs - before.driver_allocs;
+    r.steady_hits          = r.end.hits - before.hits;
+    r.syncs = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_SYNCHRONIZE) +
+              ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_STREAM_SYNC);
+    ggml_cpool_ctx_free(ctx);
+    return r;
+}
+
+class Headroom : public testing::TestWithParam<ggml_cpool_kind> {};
+
+TEST_P(Headroom, ReservedStaysWithinTheHeadroomOfPeakLive) {
+    run_result r     = grow_then_hold(GetParam(), HEADROOM_PCT);
+    const double cap = 1.0 + HEADROOM_PCT / 100.0;
+    EXPECT_LE(r.worst_ratio, cap) << "reserved / peak live after some step";
+    EXPECT_EQ(r.steady_driver_allocs, 0u) << "steady state is served from what the pool holds";
+    EXPECT_EQ(r.steady_hits, uint64_t(2 * STEADY_STEPS));
+    EXPECT_GT(r.end.driver_frees, 0u) << "outgrown buffers went back";
+    EXPECT_GT(r.syncs, 0u) << "queued kernels finish before memory goes back";
+}
+
+TEST_P(Headroom, WithoutItOutgrownBuffersStayStranded) {
+    run_result r = grow_then_hold(GetParam(), GGML_CPOOL_HEADROOM_UNLIMITED);
+    EXPECT_GT(r.worst_ratio, 1.0 + HEADROOM_PCT / 100.0) << "the workload strands memory without the rule";
+    EXPECT_EQ(r.steady_driver_allocs, 0u);
+}
+
+TEST_P(Headroom, NoMoreDriverAllocationsThanWithoutIt) {
+    run_result kept = grow_then_hold(GetParam(), HEADROOM_PCT);
+    run_result all  = grow_then_hold(GetParam(), GGML_CPOOL_HEADROOM_UNLIMITED);
+    if (GetParam() == GGML_CPOOL_KIND_ASYNC) {
+        // the driver picks which unused memory goes back (the sim: the largest block first), and
+        // that may be memory a later request would have used
+        EXPECT_LE(kept.end.driver_allocs, MAX_ASYNC_ALLOC_FACTOR * all.end.driver_allocs);
+        return;
+    }
+    // least recently used first: what goes back is what no later request could use
+    EXPECT_LE(kept.end.driver_allocs, all.end.driver_allocs);
+    EXPECT_EQ(kept.end.hits, all.end.hits);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, Headroom,
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC),
+                         [](auto & info) { return std::string(ggml_cpool_kind_str(info.param)); });
+
+// a captured graph's buffers stay where the graph will use them: no release during a capture
+TEST(HeadroomRule, NothingGoesBackWhileTheStreamCaptures) {
+    sim_device            device(sim_params(1024 * MiB));
+    ggml_cpool_ctx_t      ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_LEGACY);
+    ggml_cpool_t          pool = pool_of(ctx);
+    buf                   a    = alloc(pool, 8 * MiB);
+    release(pool, a);
+    void *                stream = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
+    buf b = alloc(pool, 16 * MiB); // 8 + 16.8 MiB held for 16.8 live: beyond the headroom
+    EXPECT_EQ(stats_of(pool).driver_frees, 0u);
+    EXPECT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
+    release(pool, b);
+    buf c = alloc(pool, 20 * MiB); // outside the capture the rule applies again
+    EXPECT_GT(stats_of(pool).driver_frees, 0u);
+    release(pool, c);
+    ggml_cpool_ctx_free(ctx);
+}
+
+} // namespace
