@@ -19,8 +19,7 @@ pool_async::~pool_async() {
     release_live();
     drain(true);
     if (synchronize() != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: synchronizing the stream before release failed", name());
+        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
     }
     warm_record::instance().release();
 }
@@ -29,7 +28,7 @@ bool pool_async::observe(size_t pending) {
     size_t reserved = 0, used = 0;
     status st       = drv_.pool_usage(device_, &reserved, &used);
     if (st != OK) {
-        drv_.clear_error(); // statistics only: the allocation itself went through
+        driver_failed(); // statistics only: the allocation itself went through
         reserved = stats_.reserved_bytes;
         used     = pool_used_;
     }
@@ -65,9 +64,8 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr) {
     status st = drv_.malloc_async(device_, bytes, stream_, ptr);
     if (st != OK) {
         // no synchronize or trim is legal here to make room
-        drv_.clear_error();
-        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed during graph capture (%s)", name(), to_mib(bytes),
-                     ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
+                      ggml_cpool_status_str(st));
         return st;
     }
     captured_.push_back(*ptr);
@@ -87,9 +85,9 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
     status st = drv_.malloc_async(device_, bytes, stream_, ptr);
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
-        drv_.clear_error();
-        GCP_LOG_DEBUG("%s: async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
-                      name(), to_mib(bytes));
+        driver_failed(GGML_CPOOL_LOG_DEBUG,
+                      "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
+                      to_mib(bytes));
         st = synchronize();
         if (st == OK) {
             st = drv_.pool_trim(device_, 0);
@@ -100,8 +98,8 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
         }
     }
     if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_WARN("%s: async alloc of %.2f MiB failed (%s)", name(), to_mib(bytes), ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(bytes),
+                      ggml_cpool_status_str(st));
         observe();
         return st;
     }
@@ -173,9 +171,8 @@ void pool_async::do_free(void * ptr, size_t actual) noexcept {
 bool pool_async::free_now(void * ptr, size_t actual) {
     status st = drv_.free_async(device_, ptr, stream_);
     if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: async free of %p (%.2f MiB) failed (%s); kept, to retry", name(), ptr, to_mib(actual),
-                      ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_ERROR, "async free of %p (%.2f MiB) failed (%s); kept, to retry", ptr,
+                      to_mib(actual), ggml_cpool_status_str(st));
     }
     return st == OK;
 }
@@ -202,8 +199,7 @@ status pool_async::trim() {
         st = drv_.pool_trim(device_, 0);
     }
     if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: trimming the stream-ordered pool failed (%s)", name(), ggml_cpool_status_str(st));
+        driver_failed(GGML_CPOOL_LOG_ERROR, "trimming the stream-ordered pool failed (%s)", ggml_cpool_status_str(st));
     }
     observe();
     return st;

@@ -63,7 +63,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
 }
 
 status pool_legacy::recover(size_t bytes, void ** ptr) {
-    drv_.clear_error();
+    driver_failed(); // the lines below say how it ends
     if (capturing()) {
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
                      "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
@@ -87,9 +87,9 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
             GCP_LOG_DEBUG("%s: retry succeeded", name());
             return OK;
         }
-        drv_.clear_error();
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: out of memory with nothing cached (%.2f MiB live)", name(),
-                     to_mib(bytes), to_mib(stats_.live_bytes));
+        driver_failed(GGML_CPOOL_LOG_WARN,
+                      "alloc of %.2f MiB failed: out of memory with nothing cached (%.2f MiB live)", to_mib(bytes),
+                      to_mib(stats_.live_bytes));
         return OUT_OF_MEMORY;
     }
 
@@ -104,12 +104,13 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
             GCP_LOG_DEBUG("%s: retry succeeded after reclaiming %.2f MiB", name(), to_mib(freed));
             return OK;
         }
-        drv_.clear_error();
         if (bins_.count() == 0) {
-            GCP_LOG_WARN("%s: alloc of %.2f MiB failed after reclaiming all %.2f MiB cached: out of memory", name(),
-                         to_mib(bytes), to_mib(freed));
+            driver_failed(GGML_CPOOL_LOG_WARN,
+                          "alloc of %.2f MiB failed after reclaiming all %.2f MiB cached: out of memory", to_mib(bytes),
+                          to_mib(freed));
             return OUT_OF_MEMORY;
         }
+        driver_failed(); // the flush below says what comes next
     }
 
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
@@ -120,9 +121,9 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
         GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
         return OK;
     }
-    drv_.clear_error();
-    GCP_LOG_WARN("%s: alloc of %.2f MiB failed after freeing everything cached: out of memory (%.2f MiB live)", name(),
-                 to_mib(bytes), to_mib(stats_.live_bytes));
+    driver_failed(GGML_CPOOL_LOG_WARN,
+                  "alloc of %.2f MiB failed after freeing everything cached: out of memory (%.2f MiB live)",
+                  to_mib(bytes), to_mib(stats_.live_bytes));
     return OUT_OF_MEMORY;
 }
 

@@ -18,8 +18,7 @@ pool_vmm::~pool_vmm() {
     if (base_ != 0 && mapped_ == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
         if (st != OK) {
-            drv_.clear_error();
-            GCP_LOG_ERROR("%s: freeing the virtual range failed (%s)", name(), ggml_cpool_status_str(st));
+            driver_failed(GGML_CPOOL_LOG_ERROR, "freeing the virtual range failed (%s)", ggml_cpool_status_str(st));
         }
     }
 }
@@ -27,9 +26,8 @@ pool_vmm::~pool_vmm() {
 status pool_vmm::reserve() {
     status st = drv_.vmm_reserve(device_, reserve_size_, &base_);
     if (st != OK) {
-        drv_.clear_error();
         base_ = 0;
-        GCP_LOG_ERROR("%s: reserving a virtual range of %.2f MiB failed (%s)", name(), to_mib(reserve_size_),
+        driver_failed(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(reserve_size_),
                       ggml_cpool_status_str(st));
     }
     return st;
@@ -62,7 +60,7 @@ bool pool_vmm::release_orphans() {
         }
         any_mapped = any_mapped || o.mapped;
     }
-    drv_.clear_error();
+    driver_failed(); // what still fails is retried at the next growth
     return !any_mapped;
 }
 
@@ -101,9 +99,8 @@ status pool_vmm::grow(size_t bytes) {
         }
     }
     if (st != OK) {
-        drv_.clear_error();
-        log(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR,
-            "%s: %s %.2f MiB of physical memory failed (%s)", name(), what, to_mib(size), ggml_cpool_status_str(st));
+        driver_failed(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR,
+                      "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
         if (!capture) { // an unmap during capture would break it: the next growth outside one retries
             release_orphans();
         }
@@ -142,7 +139,7 @@ status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
                 st = grow(used_ + bytes - mapped_);
                 GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
             } else {
-                drv_.clear_error();
+                driver_failed(); // the failed growth is what the caller reports
             }
         }
         if (st != OK) {
@@ -175,8 +172,7 @@ bool pool_vmm::unmap_last_chunk() {
     chunk  c  = chunks_.back();
     status st = drv_.vmm_unmap(device_, base_ + c.offset, c.size);
     if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: unmapping %.2f MiB failed (%s); kept mapped", name(), to_mib(c.size),
+        driver_failed(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
                       ggml_cpool_status_str(st));
         return false;
     }
@@ -185,8 +181,7 @@ bool pool_vmm::unmap_last_chunk() {
     on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
     if (drv_.vmm_release(device_, c.handle) != OK) {
         // still the driver's memory held for this pool: reserved until the retry releases it
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: releasing %.2f MiB of physical memory failed; will retry", name(), to_mib(c.size));
+        driver_failed(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
         orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
         held_ += c.size;
         return true;

@@ -143,8 +143,7 @@ status pool::set_stream(stream_t stream) {
     // the old stream's kernels may still use buffers the new stream would be handed
     status st = synchronize();
     if (st != OK) {
-        drv_.clear_error();
-        GCP_LOG_ERROR("%s: synchronizing the previous stream failed (%s); the pool stays on it", name(),
+        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the previous stream failed (%s); the pool stays on it",
                       ggml_cpool_status_str(st));
         return st;
     }
@@ -169,7 +168,7 @@ bool pool::capturing() {
     bool   active = false;
     status st     = drv_.stream_capturing(device_, stream_, &active);
     if (st != OK) {
-        drv_.clear_error();
+        driver_failed();
         return true; // unknown: assume the worst, an illegal call would break a capture
     }
     return active;

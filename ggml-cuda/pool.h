@@ -74,6 +74,8 @@ class pool {
     }
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
     void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
+    // the same, for a failure that the caller's own lines report or that changes nothing
+    void driver_failed() { drv_.clear_error(); }
 
     // size > 0 and <= MAX_REQUEST; on OK *actual >= size
     virtual status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
