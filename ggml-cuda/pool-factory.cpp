@@ -14,8 +14,10 @@ std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driv
         case GGML_CPOOL_KIND_ASYNC:
             return std::make_unique<pool_async>(drv, device, stream, params.headroom_pct);
         default:
+            // the plain kind is the legacy pool without the LRU step
             return std::make_unique<pool_legacy>(*drv, device, kind, stream,
-                                                 pool_legacy::options{ kind == GGML_CPOOL_KIND_LEGACY, params.headroom_pct });
+                                                 pool_legacy::options{ kind == GGML_CPOOL_KIND_LEGACY,
+                                                                       params.headroom_pct });
     }
 }
 
