@@ -188,4 +188,48 @@ ggml_cpool_driver_t open_driver(drv which, const ggml_cpool_sim_params & sim, st
 // writes a pattern through the device and reads it back: the memory is real and usable
 bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern);
 
+// The fixture every suite of one context on one driver shares (Base: testing::Test, or
+// testing::TestWithParam<...>): open_driver/open_sim make the driver, open_ctx the context and
+// its pool for device 0. At the end the pool is consistent, the context freed, the driver holds
+// nothing and no failure is left latched; then the driver (and `top_`, a decorator the context
+// may use instead) is released.
+template <typename Base = testing::Test> class pool_test : public Base {
+  protected:
+    // the driver `which` (sim: of these parameters); false, and the test skips with the reason,
+    // where the cuda driver is unavailable
+    bool open_driver(drv which, const ggml_cpool_sim_params & sim) {
+        std::string why;
+        driver_ = harness::open_driver(which, sim, &why);
+        if (driver_ == nullptr) {
+            [&] { GTEST_SKIP() << why; }();
+        }
+        return driver_ != nullptr;
+    }
+    void open_sim(const ggml_cpool_sim_params & sim) {
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &driver_), GGML_CPOOL_STATUS_OK);
+    }
+    // a context of `kind` over top_ (else the driver), and its pool for device 0
+    void open_ctx(ggml_cpool_kind kind, size_t vmm_reserve = 0) {
+        ctx_  = make_ctx(top_ ? top_ : driver_, kind, vmm_reserve);
+        pool_ = pool_of(ctx_);
+    }
+    void TearDown() override {
+        if (ctx_) {
+            expect_consistent(pool_);
+            ggml_cpool_ctx_free(ctx_);
+        }
+        if (driver_) {
+            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u) << "driver memory left after the context was freed";
+            EXPECT_FALSE(ggml_cpool_driver_error_latched(top_ ? top_ : driver_)) << "a failure was left latched";
+        }
+        ggml_cpool_driver_release(top_);
+        ggml_cpool_driver_release(driver_);
+    }
+
+    ggml_cpool_driver_t driver_ = nullptr;
+    ggml_cpool_driver_t top_    = nullptr; // optional: a decorator over driver_ (fault injection)
+    ggml_cpool_ctx_t    ctx_    = nullptr;
+    ggml_cpool_t        pool_   = nullptr;
+};
+
 } // namespace harness

@@ -10,21 +10,17 @@ namespace {
 
 constexpr size_t CAPACITY = 64 * MiB;
 
-class Capture : public testing::TestWithParam<ggml_cpool_kind> {
+class Capture : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
   protected:
     void SetUp() override {
-        auto p = sim_params(CAPACITY);
-        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv_), GGML_CPOOL_STATUS_OK);
-        ctx_  = make_ctx(drv_, GetParam());
-        pool_ = pool_of(ctx_);
+        open_sim(sim_params(CAPACITY));
+        drv_ = driver_;
+        open_ctx(GetParam());
         ASSERT_EQ(ggml_cpool_ctx_stream(ctx_, 0, &stream_), GGML_CPOOL_STATUS_OK);
     }
     void TearDown() override {
         ggml_cpool_sim_set_capturing(drv_, 0, stream_, 0);
-        expect_consistent(pool_);
-        ggml_cpool_ctx_free(ctx_);
-        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
-        ggml_cpool_driver_release(drv_);
+        pool_test::TearDown();
     }
     void capture(bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, stream_, on), GGML_CPOOL_STATUS_OK); }
     uint64_t calls(ggml_cpool_call c) { return ggml_cpool_driver_calls(drv_, c); }
@@ -34,9 +30,7 @@ class Capture : public testing::TestWithParam<ggml_cpool_kind> {
                calls(GGML_CPOOL_CALL_VMM_UNMAP) + calls(GGML_CPOOL_CALL_POOL_TRIM);
     }
 
-    ggml_cpool_driver_t drv_    = nullptr;
-    ggml_cpool_ctx_t    ctx_    = nullptr;
-    ggml_cpool_t        pool_   = nullptr;
+    ggml_cpool_driver_t drv_    = nullptr; // driver_, the sim one
     void *              stream_ = nullptr;
 };
 

@@ -86,39 +86,28 @@ TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
 // each mode over each driver and pool kind
 using fault_param = std::tuple<drv, ggml_cpool_kind>;
 
-class Faults : public testing::TestWithParam<fault_param> {
+class Faults : public pool_test<testing::TestWithParam<fault_param>> {
   protected:
     void SetUp() override {
         which_ = std::get<0>(GetParam());
         kind_  = std::get<1>(GetParam());
-        std::string why;
-        inner_ = open_driver(which_, sim_params(256 * MiB), &why);
-        if (inner_ == nullptr) {
-            GTEST_SKIP() << why;
+        if (!open_driver(which_, sim_params(256 * MiB))) {
+            return;
         }
-        fault_ = fault_over(inner_, "");
-        ctx_   = make_ctx(fault_, kind_);
-        pool_  = pool_of(ctx_);
-        kind_  = ggml_cpool_get_kind(pool_); // AUTO resolved by the environment
+        top_ = fault_ = fault_over(driver_, "");
+        inner_        = driver_;
+        open_ctx(kind_);
+        kind_ = ggml_cpool_get_kind(pool_); // AUTO resolved by the environment
     }
     void TearDown() override {
-        if (ctx_) {
-            ggml_cpool_driver_set_faults(fault_, nullptr);
-            EXPECT_FALSE(ggml_cpool_driver_error_latched(fault_)) << "a failure was left latched";
-            expect_consistent(pool_);
-            ggml_cpool_ctx_free(ctx_);
-            EXPECT_EQ(ggml_cpool_driver_outstanding(inner_), 0u);
-        }
-        ggml_cpool_driver_release(fault_);
-        ggml_cpool_driver_release(inner_);
+        ggml_cpool_driver_set_faults(fault_, nullptr);
+        pool_test::TearDown();
     }
     bool cached_kind() const { return kind_ != GGML_CPOOL_KIND_VMM; }
 
     drv                 which_ = drv::sim;
     ggml_cpool_kind     kind_  = GGML_CPOOL_KIND_LEGACY;
-    ggml_cpool_driver_t inner_ = nullptr, fault_ = nullptr;
-    ggml_cpool_ctx_t    ctx_   = nullptr;
-    ggml_cpool_t        pool_  = nullptr;
+    ggml_cpool_driver_t inner_ = nullptr, fault_ = nullptr; // driver_ and top_, by their roles here
 };
 
 TEST_P(Faults, OneShotAtSizeFailsTheFirstLargeEnoughAllocationOnce) {

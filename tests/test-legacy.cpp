@@ -16,23 +16,11 @@ size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 // what a miss takes from the driver: 5% look-ahead, rounded to 256 bytes
 size_t look_ahead(size_t size) { return round_up(size + size / 20, ROUNDING); }
 
-class Legacy : public testing::Test {
+class Legacy : public pool_test<> {
   protected:
     void open(size_t capacity, ggml_cpool_kind kind = GGML_CPOOL_KIND_LEGACY) {
-        auto p = sim_params(capacity);
-        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
-        ctx_  = make_ctx(driver_, kind);
-        pool_ = pool_of(ctx_);
-    }
-    void TearDown() override {
-        if (ctx_) {
-            expect_consistent(pool_);
-            ggml_cpool_ctx_free(ctx_);
-        }
-        if (driver_) {
-            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
-            ggml_cpool_driver_release(driver_);
-        }
+        open_sim(sim_params(capacity));
+        open_ctx(kind);
     }
 
     // Device memory laid out as a0 l0 a1 l1 ... a5 l5 b, then a small free tail: the a's and b
@@ -56,12 +44,9 @@ class Legacy : public testing::Test {
         b_ = b;
     }
 
-    ggml_cpool_kind     kind_   = GGML_CPOOL_KIND_LEGACY;
-    ggml_cpool_driver_t driver_ = nullptr;
-    ggml_cpool_ctx_t    ctx_    = nullptr;
-    ggml_cpool_t        pool_   = nullptr;
-    std::vector<buf>    live_;
-    buf                 b_;
+    ggml_cpool_kind  kind_ = GGML_CPOOL_KIND_LEGACY;
+    std::vector<buf> live_;
+    buf              b_;
 };
 
 TEST_F(Legacy, BestFitTakesTheSmallestBufferThatHolds) {

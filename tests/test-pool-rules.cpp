@@ -16,38 +16,21 @@ using rule_param = std::tuple<drv, ggml_cpool_kind>;
 
 constexpr size_t SIM_CAPACITY = 1024 * MiB;
 
-class PoolRules : public testing::TestWithParam<rule_param> {
+class PoolRules : public pool_test<testing::TestWithParam<rule_param>> {
   protected:
     void SetUp() override {
         which_ = std::get<0>(GetParam());
         kind_  = std::get<1>(GetParam());
-        std::string why;
-        driver_ = open_driver(which_, sim_params(SIM_CAPACITY), &why);
-        if (driver_ == nullptr) {
-            GTEST_SKIP() << why;
+        if (!open_driver(which_, sim_params(SIM_CAPACITY))) {
+            return;
         }
-        ctx_  = make_ctx(driver_, kind_);
-        pool_ = pool_of(ctx_);
+        open_ctx(kind_);
         ASSERT_NE(pool_, nullptr);
         ASSERT_EQ(ggml_cpool_get_kind(pool_), kind_);
     }
 
-    void TearDown() override {
-        if (ctx_) {
-            expect_consistent(pool_);
-            ggml_cpool_ctx_free(ctx_);
-        }
-        if (driver_) {
-            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u) << "driver memory left after the context was freed";
-            ggml_cpool_driver_release(driver_);
-        }
-    }
-
-    drv                 which_  = drv::sim;
-    ggml_cpool_kind     kind_   = GGML_CPOOL_KIND_LEGACY;
-    ggml_cpool_driver_t driver_ = nullptr;
-    ggml_cpool_ctx_t    ctx_    = nullptr;
-    ggml_cpool_t        pool_   = nullptr;
+    drv             which_ = drv::sim;
+    ggml_cpool_kind kind_  = GGML_CPOOL_KIND_LEGACY;
 };
 
 TEST_P(PoolRules, ActualCoversRequestAndMemoryIsUsable) {

@@ -11,11 +11,11 @@ namespace {
 
 constexpr size_t CAPACITY = 64 * MiB;
 
-class Streams : public testing::TestWithParam<ggml_cpool_kind> {
+class Streams : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
   protected:
     void SetUp() override {
-        auto p = sim_params(CAPACITY);
-        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv_), GGML_CPOOL_STATUS_OK);
+        open_sim(sim_params(CAPACITY));
+        drv_ = driver_;
         for (void *& s : consumer_) {
             ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 0, &s), GGML_CPOOL_STATUS_OK);
         }
@@ -25,8 +25,7 @@ class Streams : public testing::TestWithParam<ggml_cpool_kind> {
             EXPECT_EQ(ggml_cpool_driver_stream_destroy(drv_, 0, s), GGML_CPOOL_STATUS_OK)
                 << "the consumer's stream is still the consumer's to destroy";
         }
-        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
-        ggml_cpool_driver_release(drv_);
+        pool_test::TearDown();
     }
     // a context of the kind under test that borrows consumer_[0] for slot 0 from its creation
     ggml_cpool_ctx_t borrowing_ctx(ggml_cpool_driver_t drv) {
@@ -41,7 +40,7 @@ class Streams : public testing::TestWithParam<ggml_cpool_kind> {
     uint64_t on(int i) { return ggml_cpool_sim_stream_calls(drv_, 0, consumer_[i]); }
     void     capture(int i, bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, consumer_[i], on), GGML_CPOOL_STATUS_OK); }
 
-    ggml_cpool_driver_t drv_         = nullptr;
+    ggml_cpool_driver_t drv_         = nullptr; // driver_, the sim one
     void *              consumer_[2] = {};
 };
 

@@ -9,27 +9,12 @@ namespace {
 
 constexpr size_t GRAN = 2 * MiB; // the sim's default granularity, as CUDA recommends
 
-class Vmm : public testing::Test {
+class Vmm : public pool_test<> {
   protected:
     void open(size_t capacity, size_t reserve) {
-        auto p = sim_params(capacity);
-        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
-        ctx_  = make_ctx(driver_, GGML_CPOOL_KIND_VMM, reserve);
-        pool_ = pool_of(ctx_);
+        open_sim(sim_params(capacity));
+        open_ctx(GGML_CPOOL_KIND_VMM, reserve);
     }
-    void TearDown() override {
-        if (ctx_) {
-            expect_consistent(pool_);
-            ggml_cpool_ctx_free(ctx_);
-        }
-        if (driver_) {
-            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
-            ggml_cpool_driver_release(driver_);
-        }
-    }
-    ggml_cpool_driver_t driver_ = nullptr;
-    ggml_cpool_ctx_t    ctx_    = nullptr;
-    ggml_cpool_t        pool_   = nullptr;
 };
 
 TEST_F(Vmm, NothingIsReservedBeforeTheFirstAllocation) {
