@@ -14,7 +14,6 @@ class Capture : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
   protected:
     void SetUp() override {
         open_sim(sim_params(CAPACITY));
-        drv_ = driver_;
         open_ctx(GetParam());
         ASSERT_EQ(ggml_cpool_ctx_stream(ctx_, 0, &stream_), GGML_CPOOL_STATUS_OK);
     }
@@ -30,8 +29,8 @@ class Capture : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
                calls(GGML_CPOOL_CALL_VMM_UNMAP) + calls(GGML_CPOOL_CALL_POOL_TRIM);
     }
 
-    ggml_cpool_driver_t drv_    = nullptr; // driver_, the sim one
-    void *              stream_ = nullptr;
+    ggml_cpool_driver_t & drv_    = driver_; // the sim one
+    void *                stream_ = nullptr;
 };
 
 TEST_P(Capture, AnAllocationFromOneSessionNeverAppearsInAnothersStats) {

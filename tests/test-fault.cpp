@@ -94,8 +94,7 @@ class Faults : public pool_test<testing::TestWithParam<fault_param>> {
         if (!open_driver(which_, sim_params(256 * MiB))) {
             return;
         }
-        top_ = fault_ = fault_over(driver_, "");
-        inner_        = driver_;
+        fault_ = fault_over(inner_, "");
         open_ctx(kind_);
         kind_ = ggml_cpool_get_kind(pool_); // AUTO resolved by the environment
     }
@@ -105,9 +104,10 @@ class Faults : public pool_test<testing::TestWithParam<fault_param>> {
     }
     bool cached_kind() const { return kind_ != GGML_CPOOL_KIND_VMM; }
 
-    drv                 which_ = drv::sim;
-    ggml_cpool_kind     kind_  = GGML_CPOOL_KIND_LEGACY;
-    ggml_cpool_driver_t inner_ = nullptr, fault_ = nullptr; // driver_ and top_, by their roles here
+    drv                   which_ = drv::sim;
+    ggml_cpool_kind       kind_  = GGML_CPOOL_KIND_LEGACY;
+    ggml_cpool_driver_t & inner_ = driver_; // the driver under test
+    ggml_cpool_driver_t & fault_ = top_;    // the fault driver over it, which the contexts use
 };
 
 TEST_P(Faults, OneShotAtSizeFailsTheFirstLargeEnoughAllocationOnce) {

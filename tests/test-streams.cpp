@@ -15,7 +15,6 @@ class Streams : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
   protected:
     void SetUp() override {
         open_sim(sim_params(CAPACITY));
-        drv_ = driver_;
         for (void *& s : consumer_) {
             ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 0, &s), GGML_CPOOL_STATUS_OK);
         }
@@ -40,8 +39,8 @@ class Streams : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
     uint64_t on(int i) { return ggml_cpool_sim_stream_calls(drv_, 0, consumer_[i]); }
     void     capture(int i, bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, consumer_[i], on), GGML_CPOOL_STATUS_OK); }
 
-    ggml_cpool_driver_t drv_         = nullptr; // driver_, the sim one
-    void *              consumer_[2] = {};
+    ggml_cpool_driver_t & drv_         = driver_; // the sim one
+    void *                consumer_[2] = {};
 };
 
 TEST_P(Streams, ThePoolWatchesTheBorrowedStreamForCapture) {
