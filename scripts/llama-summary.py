@@ -86,9 +86,21 @@ def spread(values):
     return med, (max(values) - min(values)) / med * 100 if med else 0.0
 
 
+# pools smaller than this hold what the driver's granularity (VMM, the stream-ordered pool's
+# 2 MiB) makes them hold: their ratio says nothing of the pool's policy
+SMALL_POOL_MIB = 4.0
+
+
+def worst_pool(ps):
+    ratios = [float(p["peak_reserved_mib"]) / float(p["peak_live_mib"])
+              for p in ps if float(p["peak_live_mib"]) >= SMALL_POOL_MIB]
+    return max(ratios) if ratios else 0.0
+
+
 def bench(results):
-    runs = defaultdict(list)   # (model, kv, test, depth) -> config -> samples
-    pools = defaultdict(list)  # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing)]
+    runs = defaultdict(dict)   # (model, kv, test, depth) -> config -> samples
+    # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing, worst pool)]
+    pools = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(results, "bench-*.jsonl"))):
         m = re.match(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl", os.path.basename(path))
         if not m:
@@ -107,7 +119,8 @@ def bench(results):
                     sum(float(p["peak_reserved_mib"]) for p in ps),
                     sum(int(p["driver_allocs"]) for p in ps),
                     max(float(p["growing_peak_buffer_mib"]) / float(p["growing_peak_request_mib"])
-                        if float(p["growing_peak_request_mib"]) else 0.0 for p in ps)))
+                        if float(p["growing_peak_request_mib"]) else 0.0 for p in ps),
+                    worst_pool(ps)))
     if not runs:
         return
     configs = sorted({c for v in runs.values() for c in v}, key=lambda c: (c != BASELINE, c))
@@ -131,17 +144,20 @@ def bench(results):
     if pools:
         print("### pool statistics per test (every pool of the context summed; max over runs)\n")
         print("| model | KV | test | depth | configuration | peak live MiB | peak reserved MiB | reserved/live | "
-              "driver allocs | growing buffer/request |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "worst pool >= %g MiB | driver allocs | growing buffer/request |" % SMALL_POOL_MIB)
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for key in sorted(pools, key=lambda k: (k[0], k[1], k[2], int(k[3]), k[4] != BASELINE, k[4])):
             v = pools[key]
             live = max(x[0] for x in v)
             resv = max(x[1] for x in v)
             drv = max(x[2] for x in v)
             grow = max(x[3] for x in v)
+            worst = max(x[4] for x in v)
             ratio = f"{resv / live:.2f}x" if live else "-"
             growing = f"{grow:.2f}x" if grow else "-"
-            print("| %s | %s | %s | %s | %s | " % key + f"{live:.1f} | {resv:.1f} | {ratio} | {drv} | {growing} |")
+            worst_cell = f"{worst:.2f}x" if worst else "-"
+            print("| %s | %s | %s | %s | %s | " % key +
+                  f"{live:.1f} | {resv:.1f} | {ratio} | {worst_cell} | {drv} | {growing} |")
         print()
 
 
