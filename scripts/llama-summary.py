@@ -47,21 +47,28 @@ def stats_lines(path):
     return out
 
 
+def table(title, columns, rows, row_format):
+    """a markdown table under its title, or nothing when there are no rows"""
+    if not rows:
+        return
+    print(f"### {title}\n")
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for r in rows:
+        print(row_format % r)
+    print()
+
+
 def ops(results):
     rows = []
     for c in configs_of(results, "ops-", ".txt"):
         text = read(os.path.join(results, f"ops-{c}.txt"))
         tests = re.search(r"(\d+)/(\d+) tests passed", text)
-        backends = re.search(r"(\d+)/(\d+) backends passed", text)
+        counts = re.search(r"OK (\d+) FAIL (\d+)", text)
         rc = re.search(r"exit (\d+)", text)
-        rows.append((c, tests.group(0) if tests else "?", backends.group(0) if backends else "?",
-                     rc.group(1) if rc else "?"))
-    if rows:
-        print("### test-backend-ops -b CUDA0\n")
-        print("| configuration | tests | backends | exit |\n|---|---|---|---|")
-        for r in rows:
-            print("| %s | %s | %s | %s |" % r)
-        print()
+        rows.append((c, tests.group(0) if tests else "did not finish", counts.group(1) if counts else "?",
+                     counts.group(2) if counts else "?", rc.group(1) if rc else "?"))
+    table("test-backend-ops -b CUDA0", ["configuration", "tests", "OK", "FAIL", "exit"], rows,
+          "| %s | %s | %s | %s | %s |")
 
 
 def completions(results):
@@ -73,12 +80,8 @@ def completions(results):
         lines = [l for l in log.splitlines() if re.search(r"injected|reclaim|retry|freeing all|ggml-cuda-pool:", l)]
         rows.append((tag, hashlib.md5(text.encode()).hexdigest()[:12], len(text), len(lines),
                      lines[-1].strip()[:100] if lines else ""))
-    if rows:
-        print("### llama-completion, greedy\n")
-        print("| run | output md5 | chars | pool lines | last pool line |\n|---|---|---|---|---|")
-        for r in rows:
-            print("| %s | `%s` | %d | %d | %s |" % r)
-        print()
+    table("llama-completion, greedy", ["run", "output md5", "chars", "pool lines", "last pool line"], rows,
+          "| %s | `%s` | %d | %d | %s |")
 
 
 def spread(values):
