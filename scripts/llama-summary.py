@@ -47,21 +47,28 @@ def stats_lines(path):
     return out
 
 
+def table(title, columns, rows, row_format):
+    """a markdown table under its title, or nothing when there are no rows"""
+    if not rows:
+        return
+    print(f"### {title}\n")
+    print("| " + " | ".join(columns) + " |\n|" + "---|" * len(columns))
+    for r in rows:
+        print(row_format % r)
+    print()
+
+
 def ops(results):
     rows = []
     for c in configs_of(results, "ops-", ".txt"):
         text = read(os.path.join(results, f"ops-{c}.txt"))
         tests = re.search(r"(\d+)/(\d+) tests passed", text)
-        backends = re.search(r"(\d+)/(\d+) backends passed", text)
+        counts = re.search(r"OK (\d+) FAIL (\d+)", text)
         rc = re.search(r"exit (\d+)", text)
-        rows.append((c, tests.group(0) if tests else "?", backends.group(0) if backends else "?",
-                     rc.group(1) if rc else "?"))
-    if rows:
-        print("### test-backend-ops -b CUDA0\n")
-        print("| configuration | tests | backends | exit |\n|---|---|---|---|")
-        for r in rows:
-            print("| %s | %s | %s | %s |" % r)
-        print()
+        rows.append((c, tests.group(0) if tests else "did not finish", counts.group(1) if counts else "?",
+                     counts.group(2) if counts else "?", rc.group(1) if rc else "?"))
+    table("test-backend-ops -b CUDA0", ["configuration", "tests", "OK", "FAIL", "exit"], rows,
+          "| %s | %s | %s | %s | %s |")
 
 
 def completions(results):
@@ -73,12 +80,8 @@ def completions(results):
         lines = [l for l in log.splitlines() if re.search(r"injected|reclaim|retry|freeing all|ggml-cuda-pool:", l)]
         rows.append((tag, hashlib.md5(text.encode()).hexdigest()[:12], len(text), len(lines),
                      lines[-1].strip()[:100] if lines else ""))
-    if rows:
-        print("### llama-completion, greedy\n")
-        print("| run | output md5 | chars | pool lines | last pool line |\n|---|---|---|---|---|")
-        for r in rows:
-            print("| %s | `%s` | %d | %d | %s |" % r)
-        print()
+    table("llama-completion, greedy", ["run", "output md5", "chars", "pool lines", "last pool line"], rows,
+          "| %s | `%s` | %d | %d | %s |")
 
 
 def spread(values):
@@ -86,9 +89,21 @@ def spread(values):
     return med, (max(values) - min(values)) / med * 100 if med else 0.0
 
 
+# pools smaller than this hold what the driver's granularity (VMM, the stream-ordered pool's
+# 2 MiB) makes them hold: their ratio says nothing of the pool's policy
+SMALL_POOL_MIB = 4.0
+
+
+def worst_pool(ps):
+    ratios = [float(p["peak_reserved_mib"]) / float(p["peak_live_mib"])
+              for p in ps if float(p["peak_live_mib"]) >= SMALL_POOL_MIB]
+    return max(ratios) if ratios else 0.0
+
+
 def bench(results):
-    runs = defaultdict(list)   # (model, kv, test, depth) -> config -> samples
-    pools = defaultdict(list)  # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing)]
+    runs = defaultdict(dict)   # (model, kv, test, depth) -> config -> samples
+    # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing, worst pool)]
+    pools = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(results, "bench-*.jsonl"))):
         m = re.match(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl", os.path.basename(path))
         if not m:
@@ -107,7 +122,8 @@ def bench(results):
                     sum(float(p["peak_reserved_mib"]) for p in ps),
                     sum(int(p["driver_allocs"]) for p in ps),
                     max(float(p["growing_peak_buffer_mib"]) / float(p["growing_peak_request_mib"])
-                        if float(p["growing_peak_request_mib"]) else 0.0 for p in ps)))
+                        if float(p["growing_peak_request_mib"]) else 0.0 for p in ps),
+                    worst_pool(ps)))
     if not runs:
         return
     configs = sorted({c for v in runs.values() for c in v}, key=lambda c: (c != BASELINE, c))
@@ -131,17 +147,20 @@ def bench(results):
     if pools:
         print("### pool statistics per test (every pool of the context summed; max over runs)\n")
         print("| model | KV | test | depth | configuration | peak live MiB | peak reserved MiB | reserved/live | "
-              "driver allocs | growing buffer/request |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "worst pool >= %g MiB | driver allocs | growing buffer/request |" % SMALL_POOL_MIB)
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for key in sorted(pools, key=lambda k: (k[0], k[1], k[2], int(k[3]), k[4] != BASELINE, k[4])):
             v = pools[key]
             live = max(x[0] for x in v)
             resv = max(x[1] for x in v)
             drv = max(x[2] for x in v)
             grow = max(x[3] for x in v)
+            worst = max(x[4] for x in v)
             ratio = f"{resv / live:.2f}x" if live else "-"
             growing = f"{grow:.2f}x" if grow else "-"
-            print("| %s | %s | %s | %s | %s | " % key + f"{live:.1f} | {resv:.1f} | {ratio} | {drv} | {growing} |")
+            worst_cell = f"{worst:.2f}x" if worst else "-"
+            print("| %s | %s | %s | %s | %s | " % key +
+                  f"{live:.1f} | {resv:.1f} | {ratio} | {worst_cell} | {drv} | {growing} |")
         print()
 
 

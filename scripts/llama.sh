@@ -12,7 +12,9 @@
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
 #   faults    per module kind: a one-shot fault and a prob= fault; reclaim lines, the same tokens
 #   soak      per module kind: a long generation under random faults (same tokens or the adapter's
-#             clear out-of-memory message), and a short one under compute-sanitizer memcheck
+#             clear out-of-memory message)
+#   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
+#             compute-sanitizer memcheck with leak check
 #   bench     llama-bench pp512/tg128 -fa 1, KV f16 and q8_0, at depths; configurations
 #             interleaved round by round so drift hits all alike; each pool's statistics
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
@@ -31,7 +33,8 @@
 # per round, so 10 in all), BENCH_TESTS ("-p 512 -n 128"), LLAMA_GPU (0: the GPU every step but
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
-# SOAK_TOKENS (512).
+# SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
+# call resumes), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${LLAMA_WORK:-/tmp/llama-work}
@@ -193,11 +196,14 @@ step_soak() {
             GGML_CUDA_POOL_FAULT="prob=0.05;on=$(alloc_call "$k");seed=11")"
         grep -hE 'ggml-cuda-pool:.*failed' "$RESULTS/completion-$k-soak.log" | head -2
     done
-    for k in $(module_kinds); do
+}
+
+step_memcheck() {
+    for k in ${MEMCHECK_KINDS:-$(module_kinds)}; do
         [ -s "$RESULTS/memcheck-$k.log" ] && continue
         say "memcheck: $k"
         env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_FAULT="prob=0.05;on=$(alloc_call "$k");seed=11" \
-            compute-sanitizer --tool memcheck \
+            timeout "${MEMCHECK_TIMEOUT:-0}" compute-sanitizer --tool memcheck \
             --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
             --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
             >"$RESULTS/memcheck-$k.txt" 2>"$RESULTS/memcheck-$k.log"
@@ -215,6 +221,10 @@ step_bench() {
                 for c in $CONFIGS; do
                     local tag="bench-$m-$kv-$c-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
+                    if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
+                        say "bench: deadline reached before round $r ($m KV $kv $c); the next call resumes"
+                        return 0
+                    fi
                     env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
                         "$BIN/llama-bench" \
                         -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
@@ -246,7 +256,7 @@ step_summary() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak bench trace summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"

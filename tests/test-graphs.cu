@@ -57,25 +57,28 @@ __global__ void spin(long long cycles) {
     }
 }
 
-class Graphs : public testing::Test {
+// two sessions on the GPU, A's input on the device; each suite picks the kind and B's driver
+class TwoSessions : public testing::Test {
   protected:
-    void SetUp() override {
+    // b_faults: a fault spec for B's driver, or null; `scale`, `offset`: A's input pattern
+    void open(ggml_cpool_kind kind, const char * b_faults, float scale, float offset) {
         std::string why;
         drv_ = make_cuda_driver(&why);
         if (drv_ == nullptr) {
             GTEST_SKIP() << why;
         }
-        // B's allocations fail at random: its pool reclaims and flushes all along
-        ASSERT_EQ(ggml_cpool_driver_fault_create(drv_, "prob=0.5;on=malloc;seed=7", &faulty_), GGML_CPOOL_STATUS_OK);
-        a_ = make_ctx(drv_, GGML_CPOOL_KIND_LEGACY);
-        b_ = make_ctx(faulty_, GGML_CPOOL_KIND_LEGACY);
+        if (b_faults != nullptr) {
+            ASSERT_EQ(ggml_cpool_driver_fault_create(drv_, b_faults, &faulty_), GGML_CPOOL_STATUS_OK);
+        }
+        a_ = make_ctx(drv_, kind);
+        b_ = make_ctx(faulty_ != nullptr ? faulty_ : drv_, kind);
         ASSERT_EQ(ggml_cpool_ctx_stream(a_, 0, &sa_), GGML_CPOOL_STATUS_OK);
         ASSERT_EQ(ggml_cpool_ctx_stream(b_, 0, &sb_), GGML_CPOOL_STATUS_OK);
         CHECK_CUDA(cudaMalloc(&in_, BYTES));
         CHECK_CUDA(cudaMalloc(&out_, BYTES));
         host_in_.resize(N);
         for (int i = 0; i < N; i++) {
-            host_in_[i] = float(i % 1000) * 0.5f - 7.0f;
+            host_in_[i] = float(i % 1000) * scale + offset;
         }
         CHECK_CUDA(cudaMemcpy(in_, host_in_.data(), BYTES, cudaMemcpyHostToDevice));
     }
@@ -88,9 +91,32 @@ class Graphs : public testing::Test {
         ggml_cpool_ctx_free(a_);
         ggml_cpool_ctx_free(b_);
         EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
-        ggml_cpool_driver_release(faulty_);
+        if (faulty_ != nullptr) {
+            ggml_cpool_driver_release(faulty_);
+        }
         ggml_cpool_driver_release(drv_);
     }
+    // A's output after a replay is 2 * in + 1, element for element
+    bool replay_correct(const std::vector<float> & host_out) const {
+        for (int i = 0; i < N; i++) {
+            if (host_out[i] != 2.0f * host_in_[i] + 1.0f) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    ggml_cpool_driver_t drv_ = nullptr, faulty_ = nullptr;
+    ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
+    void *              sa_ = nullptr, * sb_ = nullptr;
+    float *             in_ = nullptr, * out_ = nullptr;
+    std::vector<float>  host_in_;
+};
+
+class Graphs : public TwoSessions {
+  protected:
+    // B's allocations fail at random: its pool reclaims and flushes all along
+    void SetUp() override { open(GGML_CPOOL_KIND_LEGACY, "prob=0.5;on=malloc;seed=7", 0.5f, -7.0f); }
 
     // captures A's graph with its scratch from `pool`; returns the number of correct replays
     int run(ggml_cpool_t b_pool, bool pin) {
@@ -142,11 +168,7 @@ class Graphs : public testing::Test {
             EXPECT_EQ(cudaGraphLaunch(exec, sa), cudaSuccess);
             EXPECT_EQ(cudaMemcpyAsync(host_out.data(), out_, BYTES, cudaMemcpyDeviceToHost, sa), cudaSuccess);
             EXPECT_EQ(cudaStreamSynchronize(sa), cudaSuccess);
-            bool ok = true;
-            for (int i = 0; i < N && ok; i++) {
-                ok = host_out[i] == 2.0f * host_in_[i] + 1.0f;
-            }
-            correct += ok;
+            correct += replay_correct(host_out);
         }
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
@@ -156,12 +178,6 @@ class Graphs : public testing::Test {
         EXPECT_EQ(cudaGetLastError(), cudaSuccess);
         return correct;
     }
-
-    ggml_cpool_driver_t drv_ = nullptr, faulty_ = nullptr;
-    ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
-    void *              sa_ = nullptr, * sb_ = nullptr;
-    float *             in_ = nullptr, * out_ = nullptr;
-    std::vector<float>  host_in_;
 };
 
 TEST_F(Graphs, EveryReplayIsCorrectWhileAnotherSessionReclaims) {
@@ -188,40 +204,12 @@ TEST_F(Graphs, NegativeControlSharingOnePoolCorruptsTheReplays) {
     EXPECT_LT(correct, REPLAYS) << "the control must fail the check, or the test proves nothing";
 }
 
-class AsyncGraphs : public testing::Test {
+class AsyncGraphs : public TwoSessions {
   protected:
     static constexpr long long SPIN_CYCLES = 200000; // ~0.1 ms: B's writes get a window inside each replay
     static constexpr int       ROUNDS      = 64;     // B's scribble outlasts the window
 
-    void SetUp() override {
-        std::string why;
-        drv_ = make_cuda_driver(&why);
-        if (drv_ == nullptr) {
-            GTEST_SKIP() << why;
-        }
-        a_ = make_ctx(drv_, GGML_CPOOL_KIND_ASYNC);
-        b_ = make_ctx(drv_, GGML_CPOOL_KIND_ASYNC);
-        ASSERT_EQ(ggml_cpool_ctx_stream(a_, 0, &sa_), GGML_CPOOL_STATUS_OK);
-        ASSERT_EQ(ggml_cpool_ctx_stream(b_, 0, &sb_), GGML_CPOOL_STATUS_OK);
-        CHECK_CUDA(cudaMalloc(&in_, BYTES));
-        CHECK_CUDA(cudaMalloc(&out_, BYTES));
-        host_in_.resize(N);
-        for (int i = 0; i < N; i++) {
-            host_in_[i] = float(i % 1000) * 0.25f - 3.0f;
-        }
-        CHECK_CUDA(cudaMemcpy(in_, host_in_.data(), BYTES, cudaMemcpyHostToDevice));
-    }
-    void TearDown() override {
-        if (drv_ == nullptr) {
-            return;
-        }
-        cudaFree(in_);
-        cudaFree(out_);
-        ggml_cpool_ctx_free(a_);
-        ggml_cpool_ctx_free(b_);
-        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u);
-        ggml_cpool_driver_release(drv_);
-    }
+    void SetUp() override { open(GGML_CPOOL_KIND_ASYNC, nullptr, 0.25f, -3.0f); }
 
     static size_t graph_mem(cudaGraphMemAttributeType what) {
         size_t value = 0;
@@ -269,11 +257,7 @@ class AsyncGraphs : public testing::Test {
             EXPECT_EQ(cudaMemcpyAsync(host_out.data(), out_, BYTES, cudaMemcpyDeviceToHost, sa), cudaSuccess);
             EXPECT_EQ(cudaStreamSynchronize(sa), cudaSuccess);
             EXPECT_EQ(cudaStreamSynchronize(sb), cudaSuccess); // lets B be handed what was freed
-            bool ok = true;
-            for (int i = 0; i < N && ok; i++) {
-                ok = host_out[i] == 2.0f * host_in_[i] + 1.0f;
-            }
-            correct += ok;
+            correct += replay_correct(host_out);
         }
         *graph_reserved = graph_mem(cudaGraphMemAttrReservedMemCurrent); // while the graph lives
         EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
@@ -281,12 +265,6 @@ class AsyncGraphs : public testing::Test {
         EXPECT_EQ(cudaGetLastError(), cudaSuccess);
         return correct;
     }
-
-    ggml_cpool_driver_t drv_ = nullptr;
-    ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
-    void *              sa_ = nullptr, * sb_ = nullptr;
-    float *             in_ = nullptr, * out_ = nullptr;
-    std::vector<float>  host_in_;
 };
 
 TEST_F(AsyncGraphs, GraphMemoryKeepsEveryReplayCorrectAndGoesWithTheGraph) {

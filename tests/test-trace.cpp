@@ -146,12 +146,7 @@ TEST_P(TraceReplay, ReproducesTheLiveRunExactly) {
 
     replay::options o;
     o.capacity             = CAPACITY;
-    const replay::config * c = nullptr;
-    for (const replay::config & k : replay::configurations()) {
-        if (k.kind == GetParam() && k.drop_flags == 0) {
-            c = &k;
-        }
-    }
+    const replay::config * c = replay::find_config(ggml_cpool_kind_str(GetParam())); // as traced, default options
     ASSERT_NE(c, nullptr);
     replay::result r = replay::play(t, *c, o);
     ASSERT_EQ(r.unavailable, "");

@@ -140,13 +140,21 @@ void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload &
     ggml_cpool_ctx_free(ctx);
 }
 
+// a run that did not complete: Google Benchmark 1.8 renamed error_occurred to skipped
+template <typename R> auto incomplete(const R & r, int) -> decltype(bool(r.skipped)) {
+    return bool(r.skipped);
+}
+template <typename R> auto incomplete(const R & r, long) -> decltype(bool(r.error_occurred)) {
+    return r.error_occurred;
+}
+
 // prints the default reports, and after the run a summary of medians and ratios
 class summary_reporter : public benchmark::ConsoleReporter {
   public:
     void ReportRuns(const std::vector<Run> & runs) override {
         for (const Run & r : runs) {
             const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-            if (r.error_occurred || (r.run_type == Run::RT_Aggregate && !median)) {
+            if (incomplete(r, 0) || (r.run_type == Run::RT_Aggregate && !median)) {
                 continue;
             }
             entry & e = medians_[r.run_name.function_name];

@@ -71,6 +71,8 @@ void ledger::set(const pool_key & k, uint64_t t, uint64_t live, uint64_t reserve
     reserved_      = reserved_ - p.reserved + reserved;
     p.live         = live;
     p.reserved     = reserved;
+    p.peak_live     = std::max(p.peak_live, live);
+    p.peak_reserved = std::max(p.peak_reserved, reserved);
     peak_live_     = std::max(peak_live_, live_);
     peak_reserved_ = std::max(peak_reserved_, reserved_);
     if (!timeline_) {
@@ -99,6 +101,12 @@ void ledger::finish(uint64_t end, result * r) {
     r->peak_live     = peak_live_;
     r->peak_reserved = peak_reserved_;
     r->stranded_mean = end > 0 ? area_ / double(end) : 0;
+    for (const auto & kv : pools_) {
+        const pool & p = kv.second;
+        if (p.peak_live >= SMALL_POOL) {
+            r->worst_pool = std::max(r->worst_pool, double(p.peak_reserved) / double(p.peak_live));
+        }
+    }
     for (sampler & s : samplers_) {
         r->tracks.push_back(s.finish());
     }

@@ -90,26 +90,30 @@ std::string count(uint64_t v) {
 }
 
 void print_header() {
-    printf("%-10s %9s %7s %9s %8s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "config", "allocs", "hits", "drv-alloc",
-           "drv-free", "peak-live", "peak-resv", "resv/live", "stranded", "stranded", "OOM", "lru", "flushes",
-           "driver ms");
-    printf("%-10s %9s %7s %9s %8s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "", "", "", "", "", "MiB", "MiB", "",
-           "peak MiB", "mean MiB", "", "reclaims", "", "(modelled)");
+    printf("%-14s %9s %7s %9s %8s %9s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "config", "allocs", "hits",
+           "drv-alloc", "drv-free", "peak-live", "peak-resv", "resv/live", "worst", "stranded", "stranded", "OOM", "lru",
+           "flushes", "driver ms");
+    printf("%-14s %9s %7s %9s %8s %9s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "", "", "", "", "", "MiB", "MiB", "",
+           "pool", "peak MiB", "mean MiB", "", "reclaims", "", "(modelled)");
 }
 
 void print_row(const replay::result & r) {
     if (!r.unavailable.empty()) {
-        printf("%-10s unavailable: %s\n", r.config.c_str(), r.unavailable.c_str());
+        printf("%-14s unavailable: %s\n", r.config.c_str(), r.unavailable.c_str());
         return;
     }
     char modelled[32] = "-";
     if (r.modelled_us >= 0) {
         snprintf(modelled, sizeof(modelled), "%.2f", r.modelled_us / 1000.0);
     }
-    printf("%-10s %9llu %6.2f%% %9s %8s %9.1f %9.1f %9.2f %8.1f %8.1f %5llu %8s %7s %10s\n", r.config.c_str(),
+    char worst[16] = "-";
+    if (r.worst_pool > 0) {
+        snprintf(worst, sizeof(worst), "%.2f", r.worst_pool);
+    }
+    printf("%-14s %9llu %6.2f%% %9s %8s %9.1f %9.1f %9.2f %9s %8.1f %8.1f %5llu %8s %7s %10s\n", r.config.c_str(),
            (unsigned long long) r.allocs, r.allocs ? PERCENT * double(r.hits) / double(r.allocs) : 0.0,
            count(r.driver_allocs).c_str(), count(r.driver_frees).c_str(), double(r.peak_live) / MIB,
-           double(r.peak_reserved) / MIB, r.peak_live ? double(r.peak_reserved) / double(r.peak_live) : 0.0,
+           double(r.peak_reserved) / MIB, r.peak_live ? double(r.peak_reserved) / double(r.peak_live) : 0.0, worst,
            double(r.peak_reserved - std::min(r.peak_live, r.peak_reserved)) / MIB, r.stranded_mean / MIB,
            (unsigned long long) r.oom, count(r.lru_reclaims).c_str(), count(r.flushes).c_str(), modelled);
 }

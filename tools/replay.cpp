@@ -15,6 +15,11 @@ namespace {
 
 constexpr uint32_t OVERALLOCATE = GGML_CPOOL_ALLOC_OVERALLOCATE;
 
+// the rule the pools had before the headroom: every cached buffer is kept
+void keep_every_buffer(ggml_cpool_ctx_params * p) {
+    p->headroom_pct = GGML_CPOOL_HEADROOM_UNLIMITED;
+}
+
 const std::vector<config> CONFIGS = {
     { "recorded", GGML_CPOOL_KIND_AUTO, 0, nullptr, "the trace's own numbers, as the traced run saw them" },
     { "legacy", GGML_CPOOL_KIND_LEGACY, 0, nullptr, "legacy pool, requests as traced" },
@@ -24,6 +29,10 @@ const std::vector<config> CONFIGS = {
     { "legacy-1x", GGML_CPOOL_KIND_LEGACY, OVERALLOCATE, nullptr, "legacy pool without OVERALLOCATE (ggml's rule)" },
     { "plain-1x", GGML_CPOOL_KIND_PLAIN, OVERALLOCATE, nullptr, "plain pool without OVERALLOCATE" },
     { "vmm-1x", GGML_CPOOL_KIND_VMM, OVERALLOCATE, nullptr, "VMM pool without OVERALLOCATE (ggml's rule)" },
+    { "legacy-keep", GGML_CPOOL_KIND_LEGACY, 0, keep_every_buffer, "legacy pool without the headroom rule" },
+    { "legacy-1x-keep", GGML_CPOOL_KIND_LEGACY, OVERALLOCATE, keep_every_buffer,
+      "legacy pool without the headroom rule or OVERALLOCATE (ggml's pool)" },
+    { "async-keep", GGML_CPOOL_KIND_ASYNC, 0, keep_every_buffer, "stream-ordered pool without the headroom rule" },
 };
 
 bool is_pool_call(op o) {

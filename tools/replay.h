@@ -71,6 +71,9 @@ struct result {
     uint64_t    peak_live       = 0;
     uint64_t    peak_reserved   = 0;
     double      stranded_mean   = 0; // bytes
+    // the largest peak reserved / peak live of one pool, over pools whose peak live reaches
+    // SMALL_POOL (below it the driver's granularity, not the policy, sets the ratio); 0: none
+    double      worst_pool      = 0;
     double      modelled_us     = -1; // modelled driver time; < 0 when not modelled
     uint64_t    call_ns         = 0; // recorded: time inside the pool calls, as measured
     std::vector<track> tracks;       // "all pools" first, then one per pool when there are several

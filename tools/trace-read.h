@@ -14,6 +14,8 @@ namespace replay {
 using gcp::trace_format::op;
 
 constexpr uint64_t NONE = UINT64_MAX; // a field written as "-"
+// pools smaller than this hold what the driver's granularity makes them hold (VMM: 2 MiB)
+constexpr uint64_t SMALL_POOL = uint64_t(4) << 20;
 
 struct record {
     uint64_t          t;        // ns since the trace started
