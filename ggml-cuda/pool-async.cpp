@@ -127,7 +127,7 @@ void pool_async::make_room_within_headroom(size_t bytes) {
 
 void pool_async::keep_within_headroom(size_t pending) {
     const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
-    if (headroom_pct_ != GGML_CPOOL_HEADROOM_UNLIMITED && stats_.reserved_bytes > budget) {
+    if (stats_.reserved_bytes > budget) {
         give_back_down_to(budget, pending);
     }
 }

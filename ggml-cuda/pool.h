@@ -6,10 +6,21 @@
 #include "live-set.h"
 #include "log.h"
 
+#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
 namespace gcp {
+
+// the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
+// GGML_CPOOL_HEADROOM_UNLIMITED, or a budget past SIZE_MAX, is SIZE_MAX (no bound)
+inline size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
+    if (headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+        return SIZE_MAX;
+    }
+    const double extra = double(peak) * headroom_pct / 100.0;
+    return extra >= double(SIZE_MAX - peak) ? SIZE_MAX : peak + size_t(extra);
+}
 
 class pool {
   public:
@@ -67,10 +78,6 @@ class pool {
         size_t bytes = (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size :
                                                                  size + (look_ahead != 0 ? size / look_ahead : 0);
         return round_up(bytes, rounding);
-    }
-    // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them
-    static size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
-        return peak + size_t(double(peak) * headroom_pct / 100.0);
     }
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
     void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);

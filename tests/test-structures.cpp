@@ -2,6 +2,7 @@
 // the live set (pointer -> size, open addressing) and the legacy pool's size bins (best fit).
 
 #include "../ggml-cuda/live-set.h"
+#include "../ggml-cuda/pool.h"
 #include "../ggml-cuda/size-bins.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,15 @@ TEST(LiveSet, NullIsNeverFoundNorErased) {
     EXPECT_EQ(set.find(nullptr), nullptr) << "an empty slot is not a buffer";
     EXPECT_FALSE(set.erase(nullptr));
     EXPECT_EQ(set.size(), 1u);
+}
+
+TEST(Headroom, TheBudgetIsPeakPlusThePercentAndSaturates) {
+    EXPECT_EQ(gcp::headroom_budget(400, 25), 500u);
+    EXPECT_EQ(gcp::headroom_budget(400, 0), 400u);
+    EXPECT_EQ(gcp::headroom_budget(size_t(1) << 40, 100), size_t(1) << 41);
+    EXPECT_EQ(gcp::headroom_budget(400, GGML_CPOOL_HEADROOM_UNLIMITED), SIZE_MAX) << "no bound";
+    // a percent short of unlimited over a large peak: past SIZE_MAX, so no bound, not a wrap
+    EXPECT_EQ(gcp::headroom_budget(SIZE_MAX / 4, GGML_CPOOL_HEADROOM_UNLIMITED - 1), SIZE_MAX);
 }
 
 TEST(SizeBins, BestFitMatchesAnOrderedModel) {
