@@ -48,33 +48,28 @@ step configure cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDeb
 step build cmake --build "$BUILD_DIR" -j "$(nproc)" ||
     { grep -E -A6 '^FAILED|error' "$LOGS/build.log" | head -60; printf '%s\n' "${rows[@]}"; exit 1; }
 
-T="$BUILD_DIR/tests/test-pools"
+T="$BUILD_DIR/tests"
 step ctest-cpu ctest --test-dir "$BUILD_DIR" -LE gpu -j 8 --output-on-failure
 step ctest-gpu ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure -V
 # the gpu label must have run on this machine: the only skip allowed is a test that needs more GPUs
-{ "$T" --gtest_filter='Cuda/*'; "$BUILD_DIR/tests/test-multigpu"; } >"$LOGS/gpu-skips.log" 2>&1
+for t in test-gpu test-gpu-fault test-graphs test-multigpu; do "$T/$t"; done >"$LOGS/gpu-skips.log" 2>&1
 unexpected=$(grep -A1 ': Skipped$' "$LOGS/gpu-skips.log" | grep -v -e ': Skipped$' -e '^--$' -e 'needs two devices')
 if [ -n "$unexpected" ]; then
     echo "gpu tests skipped on a GPU machine: $unexpected"; failed=1
 fi
 echo "gpu tests skipped for want of devices: $(grep -c 'needs two devices' "$LOGS/gpu-skips.log")"
-# the fault label over the cuda driver, legacy pool (GGML_CUDA_NO_VMM=1) and VMM pool
-step_stream fault-legacy "$RECLAIM" env GGML_CUDA_NO_VMM=1 GGML_CUDA_POOL_LOG=debug "$T" --gtest_filter='Cuda/*Fault*'
-step_stream fault-vmm "$RECLAIM" env GGML_CUDA_NO_VMM=0 GGML_CUDA_POOL_LOG=debug "$T" --gtest_filter='Cuda/*Fault*'
+# the fault suites over the cuda driver, legacy pool (GGML_CUDA_NO_VMM=1) and VMM pool
+step_stream fault-legacy "$RECLAIM" env GGML_CUDA_NO_VMM=1 GGML_CUDA_POOL_LOG=debug "$T/test-gpu-fault"
+step_stream fault-vmm "$RECLAIM" env GGML_CUDA_NO_VMM=0 GGML_CUDA_POOL_LOG=debug "$T/test-gpu-fault"
 # the demo with a one-shot fault injected from the environment: reclaim on a real device
 step_stream demo-oneshot "$RECLAIM" env GGML_CUDA_POOL_FAULT=oneshot=64MiB GGML_CUDA_POOL_LOG=debug \
     "$BUILD_DIR/tools/pool-demo" --driver cuda --kinds legacy,plain,vmm --tokens 2048
-# death tests fork a child that faults on purpose: memcheck would report that child's host fault
-step memcheck-tests compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-    "$T" --gtest_filter='-*UnmappedMemoryTraps*'
-step memcheck-graphs compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-    "$BUILD_DIR/tests/test-graphs"
-grep -hE 'graph replays|negative control' "$LOGS/memcheck-graphs.log" 2>/dev/null
-# several GPUs (skipped with the reason on one): pools on two devices, peer access, cross-device release
-step memcheck-multigpu compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-    "$BUILD_DIR/tests/test-multigpu"
-step memcheck-cross-device compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-    "$T" --gtest_filter='Cuda/Async.ReleaseFromAThreadOnAnotherDevice*'
+# every executable over the cuda driver under memcheck (several GPUs: pools on two devices, peer
+# access, cross-device release; skipped with the reason on one)
+for t in test-gpu test-gpu-fault test-graphs test-multigpu; do
+    step "memcheck-$t" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 "$T/$t"
+done
+grep -hE 'graph replays|negative control' "$LOGS/memcheck-test-graphs.log" 2>/dev/null
 step demo "$BUILD_DIR/tools/pool-demo" --driver cuda
 step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$BUILD_DIR/tools/pool-demo" --driver cuda --tokens 512

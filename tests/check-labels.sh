@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The ctest labels README lists select their tests: `multigpu` every test that needs two GPUs,
-# `fault` every fault-injection test, over either driver.
+# The ctest labels README lists select their tests. A test's labels are its executable's, so this
+# checks the executables hold what their labels promise: `multigpu` every test that needs two
+# GPUs, `fault` over the cuda driver every fault test of it, `gpu` every test over the cuda
+# driver and `unit` none.
 #   check-labels.sh BUILD_DIR
 set -u
 build=$1
@@ -16,6 +18,18 @@ expect_same() { # WHAT, then the two lists
         echo "ok   $1: $(wc -l <<<"$2") tests"
     fi
 }
-expect_same "label multigpu selects the two-GPU tests" "$(names -L multigpu)" "$(names -R '^Cuda/(MultiGpu|.*AnotherDevice)')"
+expect_same "label multigpu selects the two-GPU tests" "$(names -L multigpu)" "$(names -R '^Cuda/(MultiGpu|AsyncDevices)')"
 expect_same "label fault selects the cuda driver's fault tests" "$(names -L fault -R '^Cuda/')" "$(names -R '^Cuda/.*Fault')"
+expect_same "label gpu selects every test over the cuda driver" "$(names -L gpu -R '^Cuda/')" "$(names -R '^Cuda/')"
+expect_none() { # WHAT, then the list
+    if [ -n "$2" ]; then
+        echo "FAIL $1"
+        echo "$2"
+        failed=1
+    else
+        echo "ok   $1"
+    fi
+}
+expect_none "label unit selects no test over the cuda driver" "$(names -L unit -R '^Cuda/')"
+expect_none "label gpu selects no test over the sim driver" "$(names -L gpu -R '^Sim/')"
 exit $failed

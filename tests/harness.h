@@ -178,12 +178,31 @@ enum class drv { sim, cuda };
 inline const char * drv_name(drv d) { return d == drv::sim ? "sim" : "cuda"; }
 inline void         PrintTo(drv d, std::ostream * os) { *os << drv_name(d); }
 
+// Each test executable is built for one driver, so that its ctest labels are the executable's:
+// test-gpu and test-gpu-fault (HARNESS_DRIVER_CUDA) run the suites a driver parameterizes over
+// the cuda driver, the other executables over the sim driver. HARNESS_INSTANTIATE names the
+// instantiation after it (Cuda/..., Sim/...).
+#if defined(HARNESS_DRIVER_CUDA)
+constexpr drv DRIVER = drv::cuda;
+#    define HARNESS_INSTANTIATE(suite, ...) INSTANTIATE_TEST_SUITE_P(Cuda, suite, __VA_ARGS__)
+#else
+constexpr drv DRIVER = drv::sim;
+#    define HARNESS_INSTANTIATE(suite, ...) INSTANTIATE_TEST_SUITE_P(Sim, suite, __VA_ARGS__)
+#endif
+
 // the cuda driver, or a reason why the tests using it must skip
 ggml_cpool_driver_t make_cuda_driver(std::string * why_not);
 
 // the driver a parameterized suite runs over: a sim driver of these parameters, or the cuda
 // driver; nullptr and the reason when the cuda driver is unavailable (the test then skips)
 ggml_cpool_driver_t open_driver(drv which, const ggml_cpool_sim_params & sim, std::string * why_not);
+
+// a fault driver over inner, armed with spec
+inline ggml_cpool_driver_t fault_over(ggml_cpool_driver_t inner, const char * spec) {
+    ggml_cpool_driver_t f = nullptr;
+    EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_OK) << spec;
+    return f;
+}
 
 // writes a pattern through the device and reads it back: the memory is real and usable
 bool fill_and_check(drv d, void * ptr, size_t size, unsigned char pattern);

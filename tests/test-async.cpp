@@ -1,59 +1,15 @@
-// The async kind: the stream-ordered pool kept warm. The first async pool on a device raises
-// the release threshold (only if lower) and remembers the old value; the last one synchronizes,
-// trims every device it raised and restores the old value. Run over the sim driver, which models
-// the stream-ordered pool, and over the cuda driver.
+// The async kind over the driver of the executable (test-unit: sim, which models the
+// stream-ordered pool; test-gpu: cuda): the first async pool on a device raises the release
+// threshold (only if lower) and remembers the old value; the last one synchronizes, trims every
+// device it raised and restores the old value.
 
-#include "harness.h"
+#include "async-fixture.h"
 
 #include <thread>
-#include <tuple>
-
-#if defined(GGML_USE_HIP)
-#    include "../ggml-cuda/vendors/hip.h"
-#elif defined(GGML_CPOOL_HAVE_CUDA)
-#    include <cuda_runtime_api.h>
-#endif
 
 using namespace harness;
 
 namespace {
-
-constexpr uint64_t MAX_THRESHOLD = UINT64_MAX;
-
-class Async : public testing::TestWithParam<drv> {
-  protected:
-    void SetUp() override {
-        std::string why;
-        driver_ = open_driver(GetParam(), sim_params(256 * MiB, 2), &why);
-        if (driver_ == nullptr) {
-            GTEST_SKIP() << why;
-        }
-        ASSERT_EQ(ggml_cpool_driver_release_threshold(driver_, 0, &initial_), GGML_CPOOL_STATUS_OK);
-    }
-    void TearDown() override {
-        if (driver_) {
-            uint64_t t = 0;
-            EXPECT_EQ(ggml_cpool_driver_release_threshold(driver_, 0, &t), GGML_CPOOL_STATUS_OK);
-            EXPECT_EQ(t, initial_) << "the threshold is back to what it was";
-            EXPECT_EQ(ggml_cpool_driver_outstanding(driver_), 0u);
-            EXPECT_FALSE(ggml_cpool_driver_error_latched(driver_));
-            ggml_cpool_driver_release(driver_);
-        }
-    }
-    size_t reserved(int device = 0) {
-        size_t r = 0, u = 0;
-        EXPECT_EQ(ggml_cpool_driver_pool_usage(driver_, device, &r, &u), GGML_CPOOL_STATUS_OK);
-        return r;
-    }
-    uint64_t threshold(int device = 0) {
-        uint64_t t = 0;
-        EXPECT_EQ(ggml_cpool_driver_release_threshold(driver_, device, &t), GGML_CPOOL_STATUS_OK);
-        return t;
-    }
-
-    ggml_cpool_driver_t driver_  = nullptr;
-    uint64_t            initial_ = 0;
-};
 
 TEST_P(Async, FreedBlockIsRetainedAcrossASynchronizeThenTrimmedOnRelease) {
     ASSERT_EQ(initial_, 0u) << "the default threshold: every synchronize gives unused memory back";
@@ -164,96 +120,6 @@ TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
     ggml_cpool_driver_release(fault);
 }
 
-TEST_P(Async, ReleaseFromAThreadOnAnotherDeviceTrimsTheRightDevice) {
-    if (ggml_cpool_driver_device_count(driver_) < 2) {
-        GTEST_SKIP() << "needs two devices; this machine has " << ggml_cpool_driver_device_count(driver_);
-    }
-    uint64_t initial1 = threshold(1);
-    ggml_cpool_ctx_t ctx = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool = pool_of(ctx, 1);
-    buf              a    = alloc(pool, 24 * MiB);
-    release(pool, a);
-    ggml_cpool_driver_synchronize(driver_, 1);
-    EXPECT_GE(reserved(1), 24 * MiB);
-    EXPECT_EQ(threshold(1), MAX_THRESHOLD);
-    std::thread destroyer([&] {
-#ifdef GGML_CPOOL_HAVE_CUDA
-        if (GetParam() == drv::cuda) {
-            ASSERT_EQ(cudaSetDevice(0), cudaSuccess); // the destroying thread is current on device 0
-        }
-#endif
-        ggml_cpool_ctx_free(ctx);
-    });
-    destroyer.join();
-    EXPECT_EQ(reserved(1), 0u) << "device 1 trimmed";
-    EXPECT_EQ(threshold(1), initial1) << "device 1 restored";
-}
-
-// on a device small enough to fill: the sim driver's
-TEST(AsyncKind, OutOfMemoryTrimsThePoolAndRetriesOnce) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t small = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &small), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_ctx_t a = make_ctx(small, GGML_CPOOL_KIND_ASYNC), b = make_ctx(small, GGML_CPOOL_KIND_ASYNC);
-    buf              x = alloc(pool_of(a), 40 * MiB);
-    release(pool_of(a), x); // held warm by the pool, on a's stream
-    log_capture log;
-    buf         y = alloc(pool_of(b), 40 * MiB); // b's stream cannot reuse it unsynchronized: full
-    EXPECT_EQ(stats_of(pool_of(b)).flushes, 1u);
-    EXPECT_EQ(log.count("trimming the stream-ordered pool and retrying once"), 1u);
-    release(pool_of(b), y);
-    ggml_cpool_ctx_free(a);
-    ggml_cpool_ctx_free(b);
-    EXPECT_EQ(ggml_cpool_driver_outstanding(small), 0u);
-    ggml_cpool_driver_release(small);
-}
-
-TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t sim   = nullptr, fault = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &sim), GGML_CPOOL_STATUS_OK);
-    ASSERT_EQ(ggml_cpool_driver_fault_create(sim, "fail=free_async:1", &fault), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_ctx_t ctx = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
-    buf              a   = alloc(pool_of(ctx), 8 * MiB);
-    log_capture      log;
-    release(pool_of(ctx), a); // the driver refuses: the pool keeps it
-    EXPECT_EQ(log.count("async free of .* failed .*kept, to retry"), 1u);
-    expect_consistent(pool_of(ctx));
-    ggml_cpool_ctx_free(ctx); // retried on the way out
-    EXPECT_EQ(ggml_cpool_driver_outstanding(sim), 0u);
-    ggml_cpool_driver_release(fault);
-    ggml_cpool_driver_release(sim);
-}
-
-TEST(AsyncKind, IsUnsupportedOnHipAndSaysSo) {
-    clean_env           env;
-    auto                p   = sim_params(64 * MiB, 1, GGML_CPOOL_PLATFORM_HIP);
-    ggml_cpool_driver_t drv = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_ctx_t ctx  = make_ctx(drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool = nullptr;
-    log_capture      log;
-    EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, 0, &pool), GGML_CPOOL_STATUS_UNSUPPORTED);
-    EXPECT_EQ(log.count("HIP builds compile the stream-ordered pool out"), 1u);
-    ggml_cpool_ctx_free(ctx);
-    ggml_cpool_driver_release(drv);
-}
-
-TEST(AsyncKind, SelectedByTheEnvironment) {
-    clean_env  env;
-    scoped_env set("GGML_CUDA_POOL", "async");
-    auto       cp  = ggml_cpool_ctx_default_params();
-    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
-    ggml_cpool_ctx_t ctx = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_OK);
-    EXPECT_EQ(ggml_cpool_get_kind(pool_of(ctx)), GGML_CPOOL_KIND_ASYNC);
-    void * stream = nullptr;
-    EXPECT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    EXPECT_NE(stream, nullptr);
-    ggml_cpool_ctx_free(ctx);
-}
-
-INSTANTIATE_TEST_SUITE_P(Sim, Async, testing::Values(drv::sim), [](auto &) { return std::string("sim"); });
-INSTANTIATE_TEST_SUITE_P(Cuda, Async, testing::Values(drv::cuda), [](auto &) { return std::string("cuda"); });
+HARNESS_INSTANTIATE(Async, testing::Values(DRIVER), [](auto & info) { return std::string(drv_name(info.param)); });
 
 } // namespace

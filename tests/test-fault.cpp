@@ -1,87 +1,17 @@
-// Fault injection: the spec, each mode over the sim and the cuda driver, every recovery path of
-// the pools, and the fault-site sweep (every driver call of an LLM workload made to fail in
-// turn, alone and with every later call).
+// Fault injection: each mode over the driver of the executable (test-fault: sim, test-gpu-fault:
+// cuda), every recovery path of the pools, and the fault-site sweep (every driver call of an LLM
+// workload made to fail in turn, alone and with every later call).
 
 #include "harness.h"
 #include "sweep-workload.h"
 
 #include <cstdio>
 #include <tuple>
+#include <vector>
 
 using namespace harness;
 
 namespace {
-
-ggml_cpool_driver_t fault_over(ggml_cpool_driver_t inner, const char * spec) {
-    ggml_cpool_driver_t f = nullptr;
-    EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_OK) << spec;
-    return f;
-}
-
-TEST(FaultSpec, WellFormedSpecsAreAccepted) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t inner = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
-    for (const char * spec : { "", "oneshot=2.36MiB", "oneshot=4096", "oneshot=1G", "fail=malloc:3", "fail=any:10+",
-                               "fail=map:1;fail=free:2", "prob=0.05;seed=42;on=create;limit=3", "prob=1", ";;" }) {
-        log_capture         log;
-        ggml_cpool_driver_t f = fault_over(inner, spec);
-        EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 0u) << spec;
-        ggml_cpool_driver_release(f);
-    }
-    ggml_cpool_driver_release(inner);
-}
-
-TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t inner = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
-    for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
-                               "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
-                               "limit=", "bogus=1", "fail=malloc:3;oops",
-                               // numbers are plain decimals: no sign, no space, nothing strtod reads besides
-                               "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0",
-                               "oneshot= 1MiB", "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
-        log_capture         log;
-        ggml_cpool_driver_t f = nullptr;
-        EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;
-        EXPECT_EQ(f, nullptr);
-        EXPECT_EQ(log.lines().size(), 1u) << spec;
-    }
-    // re-arming with a malformed spec keeps the faults that were armed, and says so
-    ggml_cpool_driver_t f = fault_over(inner, "fail=malloc:1");
-    {
-        log_capture log;
-        EXPECT_EQ(ggml_cpool_driver_set_faults(f, "fail=malloc"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
-        EXPECT_EQ(log.count("cannot read 'fail=malloc' .*; the previous spec stays armed$"), 1u);
-        EXPECT_EQ(log.lines().size(), 1u);
-    }
-    ggml_cpool_ctx_t ctx    = make_ctx(f, GGML_CPOOL_KIND_LEGACY);
-    void *           ptr    = nullptr;
-    size_t           actual = 0;
-    // the first malloc fails; the pool's one retry is served
-    EXPECT_EQ(ggml_cpool_alloc(pool_of(ctx), 1 * MiB, 0, &ptr, &actual), GGML_CPOOL_STATUS_OK);
-    EXPECT_EQ(ggml_cpool_driver_faults_fired(f), 1u) << "the previous spec fired";
-    EXPECT_EQ(ggml_cpool_free(pool_of(ctx), ptr, actual), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_ctx_free(ctx);
-    EXPECT_EQ(ggml_cpool_driver_set_faults(inner, "fail=malloc:1"), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
-        << "the sim driver is no fault driver";
-    ggml_cpool_driver_release(f);
-    ggml_cpool_driver_release(inner);
-}
-
-TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
-    clean_env   env;
-    scoped_env  set("GGML_CUDA_POOL_FAULT", "fail=everything");
-    log_capture log;
-    auto        cp = ggml_cpool_ctx_default_params();
-    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
-    ggml_cpool_ctx_t ctx = nullptr;
-    EXPECT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
-    EXPECT_EQ(ctx, nullptr);
-    EXPECT_EQ(log.count("^GGML_CUDA_POOL_FAULT .fail=everything.: cannot read"), 1u);
-    EXPECT_EQ(log.lines().size(), 1u);
-}
 
 // each mode over each driver and pool kind
 using fault_param = std::tuple<drv, ggml_cpool_kind>;
@@ -366,18 +296,14 @@ std::string fault_name(const testing::TestParamInfo<fault_param> & info) {
 const auto CACHED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN);
 const auto VMM    = testing::Values(GGML_CPOOL_KIND_VMM);
 
-INSTANTIATE_TEST_SUITE_P(Sim, Faults,
-                         testing::Combine(testing::Values(drv::sim),
-                                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
-                                                          GGML_CPOOL_KIND_VMM)),
-                         fault_name);
-INSTANTIATE_TEST_SUITE_P(Sim, CachedFaults, testing::Combine(testing::Values(drv::sim), CACHED), fault_name);
-INSTANTIATE_TEST_SUITE_P(Sim, VmmFaults, testing::Combine(testing::Values(drv::sim), VMM), fault_name);
-INSTANTIATE_TEST_SUITE_P(Cuda, CachedFaults, testing::Combine(testing::Values(drv::cuda), CACHED), fault_name);
-INSTANTIATE_TEST_SUITE_P(Cuda, VmmFaults, testing::Combine(testing::Values(drv::cuda), VMM), fault_name);
 // on the GPU the kind comes from the environment: scripts/gpu-test.sh runs it with and without
 // GGML_CUDA_NO_VMM=1
-INSTANTIATE_TEST_SUITE_P(Cuda, Faults, testing::Combine(testing::Values(drv::cuda), testing::Values(GGML_CPOOL_KIND_AUTO)),
-                         fault_name);
+const std::vector<ggml_cpool_kind> FAULT_KINDS =
+    DRIVER == drv::cuda ? std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_AUTO } :
+                          std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
+
+HARNESS_INSTANTIATE(Faults, testing::Combine(testing::Values(DRIVER), testing::ValuesIn(FAULT_KINDS)), fault_name);
+HARNESS_INSTANTIATE(CachedFaults, testing::Combine(testing::Values(DRIVER), CACHED), fault_name);
+HARNESS_INSTANTIATE(VmmFaults, testing::Combine(testing::Values(DRIVER), VMM), fault_name);
 
 } // namespace

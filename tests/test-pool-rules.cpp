@@ -283,9 +283,7 @@ std::string rule_name(const testing::TestParamInfo<rule_param> & info) {
 const auto OWNED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM);
 const auto ALL   = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC);
 
-INSTANTIATE_TEST_SUITE_P(Sim, PoolRules, testing::Combine(testing::Values(drv::sim), ALL), rule_name);
-INSTANTIATE_TEST_SUITE_P(Cuda, PoolRules, testing::Combine(testing::Values(drv::cuda), ALL), rule_name);
-INSTANTIATE_TEST_SUITE_P(Sim, OwnedPoolRules, testing::Combine(testing::Values(drv::sim), OWNED), rule_name);
-INSTANTIATE_TEST_SUITE_P(Cuda, OwnedPoolRules, testing::Combine(testing::Values(drv::cuda), OWNED), rule_name);
+HARNESS_INSTANTIATE(PoolRules, testing::Combine(testing::Values(DRIVER), ALL), rule_name);
+HARNESS_INSTANTIATE(OwnedPoolRules, testing::Combine(testing::Values(DRIVER), OWNED), rule_name);
 
 } // namespace

@@ -311,7 +311,7 @@ int run_child(const char * mode, const char * trace_path) {
         setenv(CHILD_MODE, mode, 1);
         setenv("GGML_CUDA_POOL_TRACE", trace_path, 1);
         std::string filter = std::string("--gtest_filter=") + CHILD_TEST;
-        execl("/proc/self/exe", "test-pools", "--gtest_also_run_disabled_tests", filter.c_str(), (char *) nullptr);
+        execl("/proc/self/exe", "test-unit", "--gtest_also_run_disabled_tests", filter.c_str(), (char *) nullptr);
         _exit(127);
     }
     int status = 0;
