@@ -5,8 +5,6 @@
 
 #include "async-fixture.h"
 
-#include <thread>
-
 using namespace harness;
 
 namespace {
