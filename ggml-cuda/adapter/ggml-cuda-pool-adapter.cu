@@ -270,6 +270,11 @@ bool ggml_cuda_cpool_active() {
     return config().pools == owner::module;
 }
 
+uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
+    // ggml's own pools never give memory back while the context lives: their generation stays 0
+    return ctx.cpool_session && ctx.cpool_session->ctx ? ggml_cpool_ctx_generation(ctx.cpool_session->ctx) : 0;
+}
+
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool) {
     const settings & c = config();

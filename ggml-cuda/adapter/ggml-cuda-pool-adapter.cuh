@@ -3,6 +3,7 @@
 // integration (integrations/llama.cpp, CMake option GGML_CUDA_CPOOL), which defines
 // GGML_CUDA_CPOOL; GGML_CUDA_POOL picks the module's pools or ggml's own at run time.
 
+#include <cstdint>
 #include <memory>
 
 struct ggml_cuda_pool;
@@ -21,3 +22,8 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
 // whether the module's pools serve this process; the flash-attention K/V f16 conversion buffers
 // then come from the pool (with headroom) instead of the graph allocator
 bool ggml_cuda_cpool_active();
+
+// the generation of a backend context's module pools: it moves whenever they give memory back to
+// the driver (reclaim, flush, trim, the headroom rule). A CUDA graph captured at an older
+// generation may hold freed buffers: ggml captures it again instead of launching it.
+uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx);
