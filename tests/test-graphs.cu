@@ -70,7 +70,12 @@ class TwoSessions : public testing::Test {
         if (b_faults != nullptr) {
             ASSERT_EQ(ggml_cpool_driver_fault_create(drv_, b_faults, &faulty_), GGML_CPOOL_STATUS_OK);
         }
-        a_ = make_ctx(drv_, kind);
+        // A keeps every cached buffer (no headroom rule): in the negative control B's allocations
+        // then land in A's graph buffer, rather than in memory the rule gave back to the driver
+        // under the graph (a read of freed memory, which may still hold the right values)
+        ggml_cpool_ctx_params a = ctx_params(drv_, kind);
+        a.headroom_pct          = GGML_CPOOL_HEADROOM_UNLIMITED;
+        ASSERT_EQ(ggml_cpool_ctx_create(&a, &a_), GGML_CPOOL_STATUS_OK);
         b_ = make_ctx(faulty_ != nullptr ? faulty_ : drv_, kind);
         ASSERT_EQ(ggml_cpool_ctx_stream(a_, 0, &sa_), GGML_CPOOL_STATUS_OK);
         ASSERT_EQ(ggml_cpool_ctx_stream(b_, 0, &sb_), GGML_CPOOL_STATUS_OK);
