@@ -8,23 +8,19 @@ using namespace harness;
 namespace {
 
 TEST(FaultSpec, WellFormedSpecsAreAccepted) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t inner = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
+    sim_device device(sim_params(64 * MiB));
     for (const char * spec : { "", "oneshot=2.36MiB", "oneshot=4096", "oneshot=1G", "fail=malloc:3", "fail=any:10+",
                                "fail=map:1;fail=free:2", "prob=0.05;seed=42;on=create;limit=3", "prob=1", ";;" }) {
         log_capture         log;
-        ggml_cpool_driver_t f = fault_over(inner, spec);
+        ggml_cpool_driver_t f = fault_over(device.drv, spec);
         EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 0u) << spec;
         ggml_cpool_driver_release(f);
     }
-    ggml_cpool_driver_release(inner);
 }
 
 TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
-    auto                p     = sim_params(64 * MiB);
-    ggml_cpool_driver_t inner = nullptr;
-    ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &inner), GGML_CPOOL_STATUS_OK);
+    sim_device          device(sim_params(64 * MiB));
+    ggml_cpool_driver_t inner = device.drv;
     for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
                                "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
                                "limit=", "bogus=1", "fail=malloc:3;oops",
@@ -56,7 +52,6 @@ TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
     EXPECT_EQ(ggml_cpool_driver_set_faults(inner, "fail=malloc:1"), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
         << "the sim driver is no fault driver";
     ggml_cpool_driver_release(f);
-    ggml_cpool_driver_release(inner);
 }
 
 TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
