@@ -11,6 +11,7 @@
 #include <mutex>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace harness {
@@ -177,6 +178,18 @@ enum class drv { sim, cuda };
 
 inline const char * drv_name(drv d) { return d == drv::sim ? "sim" : "cuda"; }
 inline void         PrintTo(drv d, std::ostream * os) { *os << drv_name(d); }
+
+// a suite parameterized by driver and pool kind
+using driver_kind = std::tuple<drv, ggml_cpool_kind>;
+
+// the names of parameterized tests: `sim`, `legacy`, `sim_legacy`
+inline std::string driver_name(const testing::TestParamInfo<drv> & info) { return drv_name(info.param); }
+inline std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
+    return ggml_cpool_kind_str(info.param);
+}
+inline std::string driver_kind_name(const testing::TestParamInfo<driver_kind> & info) {
+    return std::string(drv_name(std::get<0>(info.param))) + "_" + ggml_cpool_kind_str(std::get<1>(info.param));
+}
 
 // Each test executable is built for one driver, so that its ctest labels are the executable's:
 // test-gpu and test-gpu-fault (HARNESS_DRIVER_CUDA) run the suites a driver parameterizes over

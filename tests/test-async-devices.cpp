@@ -43,6 +43,6 @@ TEST_P(AsyncDevices, ReleaseFromAThreadOnAnotherDeviceTrimsTheRightDevice) {
     EXPECT_EQ(threshold(1), initial1) << "device 1 restored";
 }
 
-HARNESS_INSTANTIATE(AsyncDevices, testing::Values(DRIVER), [](auto & info) { return std::string(drv_name(info.param)); });
+HARNESS_INSTANTIATE(AsyncDevices, testing::Values(DRIVER), driver_name);
 
 } // namespace

@@ -118,6 +118,6 @@ TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
     ggml_cpool_driver_release(fault);
 }
 
-HARNESS_INSTANTIATE(Async, testing::Values(DRIVER), [](auto & info) { return std::string(drv_name(info.param)); });
+HARNESS_INSTANTIATE(Async, testing::Values(DRIVER), driver_name);
 
 } // namespace

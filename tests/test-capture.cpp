@@ -188,10 +188,6 @@ TEST_P(Capture, DestroyQuarantinesOnlyWhatALiveGraphStillPins) {
     EXPECT_EQ(ggml_cpool_driver_used(drv_, 0), 0u) << "released once the consumer says the graphs are gone";
 }
 
-std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
-    return ggml_cpool_kind_str(info.param);
-}
-
 TEST_P(CachedCapture, ReclaimSynchronizesTheContextsStreamNotTheDevice) {
     // a device-wide synchronize would break a capture that another context runs on the device
     buf filler = alloc(pool_, 36 * MiB);

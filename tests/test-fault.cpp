@@ -14,9 +14,7 @@ using namespace harness;
 namespace {
 
 // each mode over each driver and pool kind
-using fault_param = std::tuple<drv, ggml_cpool_kind>;
-
-class Faults : public pool_test<testing::TestWithParam<fault_param>> {
+class Faults : public pool_test<testing::TestWithParam<driver_kind>> {
   protected:
     void SetUp() override {
         which_ = std::get<0>(GetParam());
@@ -289,10 +287,6 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
     }
 }
 
-std::string fault_name(const testing::TestParamInfo<fault_param> & info) {
-    return std::string(drv_name(std::get<0>(info.param))) + "_" + ggml_cpool_kind_str(std::get<1>(info.param));
-}
-
 const auto CACHED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN);
 const auto VMM    = testing::Values(GGML_CPOOL_KIND_VMM);
 
@@ -302,8 +296,8 @@ const std::vector<ggml_cpool_kind> FAULT_KINDS =
     DRIVER == drv::cuda ? std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_AUTO } :
                           std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
 
-HARNESS_INSTANTIATE(Faults, testing::Combine(testing::Values(DRIVER), testing::ValuesIn(FAULT_KINDS)), fault_name);
-HARNESS_INSTANTIATE(CachedFaults, testing::Combine(testing::Values(DRIVER), CACHED), fault_name);
-HARNESS_INSTANTIATE(VmmFaults, testing::Combine(testing::Values(DRIVER), VMM), fault_name);
+HARNESS_INSTANTIATE(Faults, testing::Combine(testing::Values(DRIVER), testing::ValuesIn(FAULT_KINDS)), driver_kind_name);
+HARNESS_INSTANTIATE(CachedFaults, testing::Combine(testing::Values(DRIVER), CACHED), driver_kind_name);
+HARNESS_INSTANTIATE(VmmFaults, testing::Combine(testing::Values(DRIVER), VMM), driver_kind_name);
 
 } // namespace

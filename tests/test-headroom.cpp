@@ -95,8 +95,7 @@ TEST_P(Headroom, NoMoreDriverAllocationsThanWithoutIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Headroom,
-                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC),
-                         [](auto & info) { return std::string(ggml_cpool_kind_str(info.param)); });
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC), kind_name);
 
 // a captured graph's buffers stay where the graph will use them: no release during a capture
 TEST(HeadroomRule, NothingGoesBackWhileTheStreamCaptures) {

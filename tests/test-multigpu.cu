@@ -125,10 +125,6 @@ TEST_P(MultiGpuVmm, PeerAccessLetsAKernelOnDeviceOneReadDeviceZerosBuffer) {
     ggml_cpool_ctx_free(ctx);
 }
 
-std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
-    return ggml_cpool_kind_str(info.param);
-}
-
 INSTANTIATE_TEST_SUITE_P(Cuda, MultiGpu,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC), kind_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, MultiGpuVmm, testing::Values(GGML_CPOOL_KIND_VMM), kind_name);

@@ -12,11 +12,9 @@ using namespace harness;
 
 namespace {
 
-using rule_param = std::tuple<drv, ggml_cpool_kind>;
-
 constexpr size_t SIM_CAPACITY = 1024 * MiB;
 
-class PoolRules : public pool_test<testing::TestWithParam<rule_param>> {
+class PoolRules : public pool_test<testing::TestWithParam<driver_kind>> {
   protected:
     void SetUp() override {
         which_ = std::get<0>(GetParam());
@@ -276,14 +274,10 @@ TEST_P(PoolRules, RandomOperationsKeepEveryInvariant) {
     }
 }
 
-std::string rule_name(const testing::TestParamInfo<rule_param> & info) {
-    return std::string(drv_name(std::get<0>(info.param))) + "_" + ggml_cpool_kind_str(std::get<1>(info.param));
-}
-
 const auto OWNED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM);
 const auto ALL   = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC);
 
-HARNESS_INSTANTIATE(PoolRules, testing::Combine(testing::Values(DRIVER), ALL), rule_name);
-HARNESS_INSTANTIATE(OwnedPoolRules, testing::Combine(testing::Values(DRIVER), OWNED), rule_name);
+HARNESS_INSTANTIATE(PoolRules, testing::Combine(testing::Values(DRIVER), ALL), driver_kind_name);
+HARNESS_INSTANTIATE(OwnedPoolRules, testing::Combine(testing::Values(DRIVER), OWNED), driver_kind_name);
 
 } // namespace

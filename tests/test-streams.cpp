@@ -181,10 +181,6 @@ TEST_P(Streams, BadSlotsAndStreamsAreRefused) {
     EXPECT_EQ(bad, nullptr);
 }
 
-std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
-    return ggml_cpool_kind_str(info.param);
-}
-
 INSTANTIATE_TEST_SUITE_P(Sim, Streams,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
                                          GGML_CPOOL_KIND_ASYNC),

@@ -379,9 +379,6 @@ TEST(StressAsync, ThreadsOverOneFaultInjectingDriverKeepTheInvariants) {
     ggml_cpool_driver_release(fault);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sim, Stress, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM),
-                         [](const testing::TestParamInfo<ggml_cpool_kind> & info) {
-                             return std::string(ggml_cpool_kind_str(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Sim, Stress, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM), kind_name);
 
 } // namespace

@@ -173,10 +173,7 @@ TEST_P(TraceReplay, ReproducesTheLiveRunExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, TraceReplay,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
-                                         GGML_CPOOL_KIND_ASYNC),
-                         [](const testing::TestParamInfo<ggml_cpool_kind> & p) {
-                             return std::string(ggml_cpool_kind_str(p.param));
-                         });
+                                         GGML_CPOOL_KIND_ASYNC), kind_name);
 
 TEST(TraceReplay, ReplayAtATightCapacityReportsReclaimsAndOutOfMemory) {
     const std::string path = temp_path("trace");
