@@ -34,9 +34,9 @@ ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && reco
 // the pool calls while tracing or timing is on: out of line, so that the calls made while both are
 // off stay as short as they were (one load and one branch more)
 __attribute__((noinline)) ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr,
-                                                           size_t * actual) {
+                                                           size_t * actual, size_t limit = 0) {
     return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
-        return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual); });
+        return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual, limit); });
     });
 }
 
@@ -253,6 +253,18 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
+}
+
+ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_t limit, void ** ptr,
+                                           size_t * actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
+    if (trace::observing()) { // recorded as a growing request (the trace keeps no limit)
+        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size, limit);
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
 }
 
 ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {

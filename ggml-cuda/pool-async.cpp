@@ -21,6 +21,7 @@ pool_async::~pool_async() {
     if (synchronize() != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
     }
+    release_capture_cache(true);
     warm_record::instance().release();
 }
 
@@ -29,14 +30,18 @@ bool pool_async::observe(size_t pending) {
     status st       = drv_.pool_usage(device_, &reserved, &used);
     if (st != OK) {
         driver_failed(); // statistics only: the allocation itself went through
-        reserved = stats_.reserved_bytes;
+        reserved = pool_reserved_;
         used     = pool_used_;
     }
+    pool_reserved_  = reserved;
     pool_used_      = used;
     pool_peak_used_ = std::max(pool_peak_used_, used);
-    // the device pool holds at least what this context has live, held back or about to hand
-    // out: never report less, even when the read failed (live + cached == reserved)
-    reserved = std::max(reserved, stats_.live_bytes + deferred_bytes() + pending);
+    // the device pool holds at least what this context has live from it, held back or about to
+    // hand out: never report less, even when the read failed (live + cached == reserved); the
+    // capture cache's buffers come on top
+    const size_t capture_out = capture_bytes_ - capture_cached_bytes();
+    const size_t device_live = stats_.live_bytes - std::min(stats_.live_bytes, capture_out);
+    reserved                 = std::max(reserved, device_live + deferred_bytes() + pending) + capture_bytes_;
     bool grew = reserved > stats_.reserved_bytes;
     if (grew) {
         on_driver_alloc(reserved - stats_.reserved_bytes);
@@ -54,31 +59,74 @@ size_t pool_async::deferred_bytes() const {
     return n;
 }
 
+size_t pool_async::capture_cached_bytes() const {
+    size_t n = 0;
+    for (const deferred & d : capture_cache_) {
+        n += d.size;
+    }
+    return n;
+}
+
 size_t pool_async::cached_bytes() const {
     // reserved is the device pool's, so it holds at least this context's live bytes
     return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
 }
 
-status pool_async::alloc_in_capture(size_t bytes, void ** ptr) {
-    captured_.reserve(captured_.size() + 1); // its record cannot fail once the graph holds the node
-    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
+status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) {
+    // its free cannot fail for want of room once the graph uses it
+    reserve_at_least(capture_out_, capture_out_.size() + 1);
+    auto best = capture_cache_.end();
+    for (auto it = capture_cache_.begin(); it != capture_cache_.end(); ++it) {
+        if (it->size >= bytes && (best == capture_cache_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best != capture_cache_.end()) {
+        *ptr    = best->ptr;
+        *actual = best->size;
+        capture_cache_.erase(best);
+        capture_out_.push_back(*ptr);
+        stats_.hits++;
+        return OK;
+    }
+    // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
+    status st = drv_.malloc(device_, bytes, ptr);
     if (st != OK) {
         // no synchronize or trim is legal here to make room
-        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
+        driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
         return st;
     }
-    captured_.push_back(*ptr);
-    stats_.hits++; // no memory from the device pool: the graph's memory pool serves it at each launch
+    capture_out_.push_back(*ptr);
+    capture_bytes_ += bytes;
+    stats_.misses++;
+    on_driver_alloc(bytes);
+    *actual = bytes;
     return OK;
 }
 
-status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
-    const size_t bytes = miss_bytes(size, flags, 0, ALIGNMENT);
+void pool_async::release_capture_cache(bool force) {
+    for (size_t i = capture_cache_.size(); i-- > 0;) {
+        const deferred b = capture_cache_[i];
+        if (!force && pinned(b.ptr)) {
+            continue; // a graph still replays into it
+        }
+        status st = drv_.free(device_, b.ptr);
+        if (st != OK) {
+            driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr,
+                          to_mib(b.size), ggml_cpool_status_str(st));
+            continue;
+        }
+        capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(i));
+        capture_bytes_ -= b.size;
+    }
+    observe(); // what went back moves the generation: the graphs captured with it are captured again
+}
+
+status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     if (capturing()) {
-        status st = alloc_in_capture(bytes, ptr);
-        *actual   = st == OK ? bytes : 0;
-        return st;
+        return alloc_in_capture(bytes, ptr, actual);
     }
     drain();
     make_room_within_headroom(bytes);
@@ -114,20 +162,20 @@ status pool_async::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * a
 }
 
 void pool_async::make_room_within_headroom(size_t bytes) {
-    const size_t unused = stats_.reserved_bytes - std::min(stats_.reserved_bytes, pool_used_);
+    const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
     if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
         return; // nothing to give back, or what the pool holds may serve it
     }
     // it must grow: what it would hold beyond the headroom goes back first
     const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
-    if (stats_.reserved_bytes + bytes > budget) {
+    if (pool_reserved_ + bytes > budget) {
         give_back_down_to(budget > bytes ? budget - bytes : 0, 0);
     }
 }
 
 void pool_async::keep_within_headroom(size_t pending) {
     const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
-    if (stats_.reserved_bytes > budget) {
+    if (pool_reserved_ > budget) {
         give_back_down_to(budget, pending);
     }
 }
@@ -143,22 +191,20 @@ void pool_async::give_back_down_to(size_t keep, size_t pending) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t before = stats_.reserved_bytes;
+    const size_t before = pool_reserved_;
     observe(pending);
     GCP_LOG_DEBUG("%s: %.2f MiB held for %.2f MiB in use at peak; gave back %.2f MiB unused beyond the headroom",
                   name(), to_mib(before), to_mib(pool_peak_used_),
-                  to_mib(before - std::min(before, stats_.reserved_bytes)));
+                  to_mib(before - std::min(before, pool_reserved_)));
 }
 
 void pool_async::do_free(void * ptr, size_t actual) noexcept {
-    auto graph_memory = std::find(captured_.begin(), captured_.end(), ptr);
-    if (graph_memory != captured_.end()) {
-        // the graph's own memory: freed in the stream's order, as the graph's free node while the
-        // capture lasts (an allocation that outlives its capture is freed after it, also legal)
-        captured_.erase(graph_memory);
-        if (!free_now(ptr, actual)) {
-            deferred_.push_back({ ptr, actual });
-        }
+    auto captured = std::find(capture_out_.begin(), capture_out_.end(), ptr);
+    if (captured != capture_out_.end()) {
+        // back to the capture cache: the next allocation of this capture may take it (the
+        // stream's order makes that safe), and the graphs captured with it keep it
+        capture_out_.erase(captured);
+        capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return;
     }
     // a graph replays into it (once freed, a synchronize would let another context's stream take
@@ -196,6 +242,7 @@ status pool_async::trim() {
     drain();
     status st = synchronize();
     if (st == OK) {
+        release_capture_cache();
         st = drv_.pool_trim(device_, 0);
     }
     if (st != OK) {

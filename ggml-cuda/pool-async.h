@@ -2,9 +2,13 @@
 // Async pool: the driver's stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on the
 // pool's stream, from the device's default pool), kept warm by warm_record. Live bytes are
 // this pool's own; reserved and cached come from the device pool's attributes, which every
-// async context on the device shares. During a capture of the stream an allocation is a
-// stream-ordered call like any other: it becomes a memory node of the graph, which owns that
-// memory from then on (allocated at each launch, freed by the graph's free node).
+// async context on the device shares. While the stream is being captured into a graph, a
+// stream-ordered allocation would become a memory node of the graph, and an executable graph
+// with memory nodes cannot be updated in place (cudaGraphExecUpdate refuses it: ggml then
+// instantiates it again on every change). So a capture is served from buffers this pool holds
+// outside any graph (cudaMalloc, legal in a relaxed-mode capture): best fit, kept for the next
+// capture as a legacy pool keeps its cache, given back by trim (the generation moves, so the
+// graphs that used them are captured again) and at destruction.
 
 #include "pool.h"
 
@@ -22,13 +26,18 @@ class pool_async final : public pool {
     status trim() override;
 
   protected:
-    status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
+    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) noexcept override;
-    // every buffer handed out may be held back (pinned, capturing, or the driver refused it)
-    void   room_for_frees(size_t buffers) override { reserve_at_least(deferred_, deferred_.size() + buffers); }
+    // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
+    // come back to the capture cache
+    void   room_for_frees(size_t buffers) override {
+        reserve_at_least(deferred_, deferred_.size() + buffers);
+        reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
+    }
     size_t cached_bytes() const override;
-    size_t held_bytes() const override { return stats_.live_bytes + deferred_bytes(); }
+    size_t held_bytes() const override { return stats_.live_bytes + deferred_bytes() + capture_cached_bytes(); }
     size_t deferred_bytes() const;
+    size_t capture_cached_bytes() const;
 
   private:
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
@@ -46,8 +55,11 @@ class pool_async final : public pool {
     void   give_back_down_to(size_t keep, size_t pending);
     void   on_unpinned() override { drain(); }
     void   on_stream_change() override { drain(); }
-    // an allocation while the stream is capturing: a memory node of the graph
-    status alloc_in_capture(size_t bytes, void ** ptr);
+    // an allocation while the stream is capturing: from the capture cache (best fit), else a
+    // buffer of its own outside the graph
+    status alloc_in_capture(size_t bytes, void ** ptr, size_t * actual);
+    // the capture cache's buffers that no graph pins (force: every one) go back to the driver
+    void   release_capture_cache(bool force = false);
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
     void   drain(bool force = false);
     bool   free_now(void * ptr, size_t actual);
@@ -59,12 +71,15 @@ class pool_async final : public pool {
     // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
     std::vector<deferred> deferred_;
-    // allocated during a capture (graph memory) and not yet freed: their free is always
-    // stream-ordered at once, a free node while the capture lasts
-    std::vector<void *>   captured_;
+    // the capture cache: buffers outside the device pool and outside any graph, for the
+    // allocations of a capture; cached ones here, handed-out ones in capture_out_
+    std::vector<deferred> capture_cache_;
+    std::vector<void *>   capture_out_;
+    size_t                capture_bytes_ = 0; // all of them, cached or out
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;
+    size_t                  pool_reserved_  = 0; // the device pool's reserved bytes, at the last read
     size_t                  pool_used_      = 0; // the device pool's bytes in use, at the last read
     size_t                  pool_peak_used_ = 0;
 };

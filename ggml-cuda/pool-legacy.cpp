@@ -6,13 +6,59 @@ namespace gcp {
 
 pool_legacy::~pool_legacy() {
     release_live();
-    release_oldest(SIZE_MAX, false);
+    release_oldest(SIZE_MAX, scope::everything);
 }
 
-status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+size_t pool_legacy::cached_bytes() const {
+    size_t bytes = bins_.bytes();
+    for (const size_bins::buffer & b : growth_) {
+        bytes += b.size;
+    }
+    return bytes;
+}
+
+void pool_legacy::note_growth(size_t size) {
+    // room first (may throw): nothing below allocates
+    reserve_at_least(growth_, MAX_GROWING);
+    reserve_at_least(growing_out_, growing_out_.size() + 1);
+    growth_need_ = size;
+    for (size_t i = growth_.size(); i-- > 0;) {
+        if (growth_[i].size < size) { // outgrown: any request may use it now, the headroom rule may give it back
+            bins_.reserve(growth_[i].size);
+            bins_.put(growth_[i].ptr, growth_[i].size, growth_[i].last_use);
+            growth_.erase(growth_.begin() + std::ptrdiff_t(i));
+        }
+    }
+}
+
+bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
+    auto best = growth_.end();
+    for (auto it = growth_.begin(); it != growth_.end(); ++it) {
+        if (it->size >= size && (best == growth_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best == growth_.end()) {
+        return false;
+    }
+    bins_.reserve(best->size); // counted out, as every buffer handed out is (may throw: nothing taken)
+    *hit = *best;
+    growth_.erase(best);
+    return true;
+}
+
+status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     clock_++;
     size_bins::buffer hit{};
-    if (bins_.take(size, &hit)) { // best fit: the smallest cached buffer that holds the request
+    // best fit: the smallest cached buffer that holds the request (for a growing one, the
+    // reserve first)
+    if (r.growing()) {
+        note_growth(r.size);
+    }
+    if ((r.growing() && take_reserved(r.size, &hit)) || bins_.take(r.size, &hit)) {
+        if (r.growing()) {
+            growing_out_.push_back(hit.ptr); // within the room note_growth made
+        }
         *ptr    = hit.ptr;
         *actual = hit.size;
         stats_.hits++;
@@ -20,10 +66,13 @@ status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * 
     }
 
     stats_.misses++;
-    const size_t bytes = miss_bytes(size, flags, LOOK_AHEAD_DIVISOR, ROUNDING);
+    const size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
     keep_within_headroom(bytes);
     status st = drv_.malloc(device_, bytes, ptr);
+    if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
+        return OK;
+    }
     if (st == OUT_OF_MEMORY) {
         st = recover(bytes, ptr);
     } else if (st != OK) {
@@ -35,8 +84,29 @@ status pool_legacy::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * 
         return st;
     }
     on_driver_alloc(bytes);
+    if (r.growing()) {
+        growing_out_.push_back(*ptr); // within the room note_growth made
+    }
     *actual = bytes;
     return OK;
+}
+
+bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
+    const bool fits = std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
+    if (!fits) {
+        return false;
+    }
+    driver_failed(); // the line below says how it ends
+    bins_.unreserve(bytes);
+    size_bins::buffer hit{};
+    take_reserved(size, &hit); // may throw: nothing is taken then
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
+                  to_mib(bytes), to_mib(hit.size));
+    stats_.misses--;
+    stats_.hits++;
+    *ptr    = hit.ptr;
+    *actual = hit.size;
+    return true;
 }
 
 void pool_legacy::keep_within_headroom(size_t bytes) {
@@ -56,7 +126,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
         return;
     }
     const size_t excess = stats_.reserved_bytes + bytes - budget;
-    const size_t freed  = release_oldest(excess);
+    const size_t freed  = release_oldest(excess, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
@@ -79,7 +149,7 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
                       ggml_cpool_status_str(st));
         return st;
     }
-    if (bins_.count() == 0) {
+    if (cached_count() == 0) {
         // nothing to give back: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
                       to_mib(bytes), to_mib(stats_.live_bytes));
@@ -96,15 +166,15 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
     if (opt_.lru) {
         size_t target = RECLAIM_FACTOR * bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
-                      name(), to_mib(bytes), to_mib(target), to_mib(bins_.bytes()));
-        size_t freed = release_oldest(target);
+                      name(), to_mib(bytes), to_mib(target), to_mib(cached_bytes()));
+        size_t freed = release_oldest(target, scope::unpinned);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
         if (drv_.malloc(device_, bytes, ptr) == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded after reclaiming %.2f MiB", name(), to_mib(freed));
             return OK;
         }
-        if (bins_.count() == 0) {
+        if (cached_count() == 0) {
             driver_failed(GGML_CPOOL_LOG_WARN,
                           "alloc of %.2f MiB failed after reclaiming all %.2f MiB cached: out of memory", to_mib(bytes),
                           to_mib(freed));
@@ -114,8 +184,8 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
     }
 
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
-                  to_mib(bins_.bytes()));
-    size_t freed = release_oldest(SIZE_MAX);
+                  to_mib(cached_bytes()));
+    size_t freed = release_oldest(SIZE_MAX, scope::unpinned);
     stats_.flushes++;
     if (drv_.malloc(device_, bytes, ptr) == OK) {
         GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
@@ -135,25 +205,35 @@ bool pool_legacy::release(const size_bins::buffer & b) {
                       to_mib(b.size), ggml_cpool_status_str(st));
         return false;
     }
-    bins_.remove(b.ptr, b.size);
+    auto reserved = std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
+    if (reserved != growth_.end()) {
+        growth_.erase(reserved);
+    } else {
+        bins_.remove(b.ptr, b.size);
+    }
     on_driver_free(b.size);
     return true;
 }
 
-size_t pool_legacy::release_oldest(size_t target, bool keep_pinned) {
+size_t pool_legacy::release_oldest(size_t target, scope which) {
     // oldest first, by a scan per buffer: no allocation, so this also serves destruction; each
     // cached buffer has a use of its own on the clock, so `after` steps over the refused ones
     size_t   freed = 0;
     uint64_t after = 0;
     while (freed < target) {
         size_bins::buffer next{};
-        bool              found = false;
-        bins_.for_each([&](const size_bins::buffer & b) {
-            if (b.last_use > after && (!found || b.last_use < next.last_use) && !(keep_pinned && pinned(b.ptr))) {
+        bool              found    = false;
+        auto              consider = [&](const size_bins::buffer & b) {
+            if (b.last_use > after && (!found || b.last_use < next.last_use) &&
+                (which == scope::everything || !pinned(b.ptr))) {
                 next  = b;
                 found = true;
             }
-        });
+        };
+        bins_.for_each(consider);
+        if (which != scope::ordinary) {
+            std::for_each(growth_.begin(), growth_.end(), consider);
+        }
         if (!found) {
             break;
         }
@@ -165,7 +245,17 @@ size_t pool_legacy::release_oldest(size_t target, bool keep_pinned) {
 
 void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
-    if (bins_.count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
+    auto growing = std::find(growing_out_.begin(), growing_out_.end(), ptr);
+    if (growing != growing_out_.end()) {
+        growing_out_.erase(growing);
+        // still as large as the latest growing request: kept for the next steps of the growth
+        if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
+            bins_.forget_out(actual);
+            growth_.push_back({ ptr, actual, clock_ }); // within the room take_growing made
+            return;
+        }
+    }
+    if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
                       to_mib(actual));
         status st = drv_.free(device_, ptr);
@@ -186,9 +276,11 @@ status pool_legacy::trim() {
         log_capture_refusal("trim refused");
         return UNSUPPORTED;
     }
-    release_oldest(SIZE_MAX);
+    release_oldest(SIZE_MAX, scope::unpinned);
     bool refused = false;
-    bins_.for_each([&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); });
+    auto check   = [&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); };
+    bins_.for_each(check);
+    std::for_each(growth_.begin(), growth_.end(), check);
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
 

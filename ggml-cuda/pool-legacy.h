@@ -4,7 +4,11 @@
 // and retries once (option lru off: flush and retry only, the plain kind). What it holds stays
 // near what it has needed at once: before a miss takes more from the driver, least-recently-used
 // cached buffers go back until the pool would hold at most `headroom_pct` percent above its peak
-// live bytes, so buffers that a growing request has outgrown are not stranded.
+// live bytes, so buffers that a growing request has outgrown are not stranded. A buffer that
+// served a growing request (OVERALLOCATE) and is still large enough for the latest one is kept
+// in the growth reserve: only growing requests take it, and the headroom rule leaves it, so the
+// 2x it was allocated with serves the steps that follow (out-of-memory recovery and trim still
+// give it back).
 
 #include "pool.h"
 #include "size-bins.h"
@@ -22,6 +26,9 @@ class pool_legacy final : public pool {
     // LRU reclaim frees this multiple of the failed allocation, so the retry can also leave
     // room for the next few requests instead of failing again one buffer later
     static constexpr size_t RECLAIM_FACTOR     = 3;
+    // growing buffers in the reserve at once: the K and V conversions of a context, with room
+    // for a few more sequences of growth; beyond it they are cached as any other buffer
+    static constexpr size_t MAX_GROWING        = 8;
 
     struct options {
         bool     lru;          // LRU reclaim before the flush (false: the plain kind)
@@ -36,20 +43,36 @@ class pool_legacy final : public pool {
     status trim() override;
 
   protected:
-    status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
+    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) noexcept override;
-    size_t cached_bytes() const override { return bins_.bytes(); }
+    size_t cached_bytes() const override;
 
   private:
+    // what release_oldest may give back: cached buffers outside the growth reserve that no
+    // captured graph pins (the headroom rule); every unpinned one (out-of-memory recovery, trim);
+    // every one (destruction)
+    enum class scope { ordinary, unpinned, everything };
+
     status recover(size_t bytes, void ** ptr);      // after a driver out-of-memory
     void   keep_within_headroom(size_t bytes);      // before a miss takes `bytes` more
     bool   release(const size_bins::buffer & b);    // one cached buffer to the driver; false if refused
-    // cached buffers, least recently used first, until `target` bytes went back; pinned ones
-    // (a captured graph still uses them) stay where keep_pinned
-    size_t release_oldest(size_t target, bool keep_pinned = true);
+    // cached buffers in `which`, least recently used first, until `target` bytes went back
+    size_t release_oldest(size_t target, scope which);
+    size_t cached_count() const { return bins_.count() + growth_.size(); }
+    // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
+    void   note_growth(size_t size);
+    // the best fit in the reserve, counted out (false when none holds the request)
+    bool   take_reserved(size_t size, size_bins::buffer * hit);
+    // a request that is not growing, refused by the driver: a reserve buffer that holds it
+    // serves it rather than the memory going back in the reclaim that would follow (false: none)
+    bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
     options   opt_;
     size_bins bins_;
+    // the growth reserve (cached) and the buffers handed out for growing requests
+    std::vector<size_bins::buffer> growth_;
+    std::vector<void *>            growing_out_;
+    size_t                         growth_need_ = 0; // the latest growing request
     uint64_t  clock_ = 0; // ticks once per alloc and free: a total order of uses
 };
 

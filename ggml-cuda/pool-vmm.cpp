@@ -112,9 +112,9 @@ status pool_vmm::grow(size_t bytes) {
     return OK;
 }
 
-status pool_vmm::do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
-    const size_t bytes = miss_bytes(size, flags, 0, ALIGNMENT);
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     if (base_ == 0) {
         status st = reserve();
         if (st != OK) {

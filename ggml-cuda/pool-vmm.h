@@ -22,7 +22,7 @@ class pool_vmm final : public pool {
     status trim() override;
 
   protected:
-    status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) override;
+    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) noexcept override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
     size_t cached_bytes() const override { return mapped_ + held_ - stats_.live_bytes; }

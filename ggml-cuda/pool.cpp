@@ -27,7 +27,7 @@ ggml_cpool_stats pool::stats() const {
     return s;
 }
 
-status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
     if (ptr == nullptr || actual == nullptr || size == 0) {
         GCP_LOG_ERROR("%s: alloc of %zu bytes with %s rejected", name(), size,
                       size == 0 ? "zero size" : "a null output pointer");
@@ -50,7 +50,7 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     live_.reserve(live_.size() + 1);
     room_for_frees(live_.size() + 1);
     const uint64_t hits = stats_.hits;
-    status         st   = do_alloc(size, flags, ptr, actual);
+    status         st   = do_alloc(request{ size, flags, limit }, ptr, actual);
     if (st != OK) {
         if (st == OUT_OF_MEMORY) {
             stats_.oom_returned++;
@@ -128,6 +128,7 @@ void pool::pin_release(uint64_t graph) {
 }
 
 status pool::synchronize() {
+    stats_.synchronizes++;
     return stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
 }
 

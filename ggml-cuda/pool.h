@@ -6,6 +6,7 @@
 #include "live-set.h"
 #include "log.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +23,16 @@ inline size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
     return extra >= double(SIZE_MAX - peak) ? SIZE_MAX : peak + size_t(extra);
 }
 
+// what a caller asks for
+struct request {
+    size_t   size;
+    uint32_t flags;
+    size_t   limit; // a growing request's bound: the most the buffer can ever need (0: none)
+
+    // OVERALLOCATE: the caller expects this request to keep growing
+    bool growing() const { return (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) != 0; }
+};
+
 class pool {
   public:
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
@@ -35,8 +46,8 @@ class pool {
     pool(const pool &)             = delete;
     pool & operator=(const pool &) = delete;
 
-    // actual >= size; OVERALLOCATE asks for 2x headroom
-    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
+    // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
+    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
     // actual must be the size alloc returned
     status free(void * ptr, size_t actual);
     // return what is cached to the driver
@@ -72,11 +83,15 @@ class pool {
   protected:
     static constexpr size_t OVERALLOCATE_FACTOR = 2;
 
-    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), else the request
-    // and 1/look_ahead of it more (0: nothing more), rounded up to `rounding`
-    static size_t miss_bytes(size_t size, uint32_t flags, size_t look_ahead, size_t rounding) {
-        size_t bytes = (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) ? OVERALLOCATE_FACTOR * size :
-                                                                 size + (look_ahead != 0 ? size / look_ahead : 0);
+    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), but no more than
+    // its limit, else the request and 1/look_ahead of it more (0: nothing more), rounded up to
+    // `rounding`
+    static size_t miss_bytes(const request & r, size_t look_ahead, size_t rounding) {
+        size_t bytes = r.size + (look_ahead != 0 ? r.size / look_ahead : 0);
+        if (r.growing()) {
+            const size_t doubled = OVERALLOCATE_FACTOR * r.size;
+            bytes                = r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled;
+        }
         return round_up(bytes, rounding);
     }
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
@@ -84,8 +99,8 @@ class pool {
     // the same, for a failure that the caller's own lines report or that changes nothing
     void driver_failed() { drv_.clear_error(); }
 
-    // size > 0 and <= MAX_REQUEST; on OK *actual >= size
-    virtual status do_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
+    // r.size > 0 and <= MAX_REQUEST; on OK *actual >= r.size
+    virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
     // never allocates host memory: a free that could fail would lose its buffer
     virtual void   do_free(void * ptr, size_t actual) noexcept                         = 0;
     // (optional) room for `buffers` more buffers to come back through do_free without

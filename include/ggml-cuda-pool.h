@@ -106,6 +106,7 @@ struct ggml_cpool_stats {
     uint64_t oom_returned;       // OUT_OF_MEMORY statuses returned to the caller
     uint64_t generation;         // moves whenever the pool returns memory to the driver
     uint64_t call_ns;            // time inside this pool's alloc, free and trim calls while timing is on
+    uint64_t synchronizes;       // waits for the pool's stream (or device) before memory moved or was retried
 };
 
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
@@ -154,6 +155,9 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_quarantine_release(void);
 
 // pools
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc     (ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size);
+// a growing request (OVERALLOCATE) whose buffer never needs more than `limit` bytes (0: no bound):
+// a miss takes min(2 x size, limit), and at least size
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_t limit, void ** ptr, size_t * actual_size);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_free      (ggml_cpool_t pool, void * ptr, size_t actual_size);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_get_stats (ggml_cpool_t pool, struct ggml_cpool_stats * out);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trim      (ggml_cpool_t pool); // return cached memory to the driver

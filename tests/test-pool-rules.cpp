@@ -83,6 +83,21 @@ TEST_P(PoolRules, OverallocateGivesTwiceTheRequest) {
     release(pool_, b);
 }
 
+TEST_P(PoolRules, AGrowingRequestTakesNoMoreThanItsLimit) {
+    constexpr size_t SIZE = 5 * MiB, LIMIT = 7 * MiB;
+    void *           p = nullptr;
+    size_t           actual = 0;
+    ASSERT_EQ(ggml_cpool_alloc_growing(pool_, SIZE, LIMIT, &p, &actual), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(actual, LIMIT) << "twice the request would pass what the buffer can ever need";
+    EXPECT_TRUE(fill_and_check(which_, p, actual, 0x12));
+    EXPECT_EQ(ggml_cpool_free(pool_, p, actual), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK); // the next request misses
+    ASSERT_EQ(ggml_cpool_alloc_growing(pool_, SIZE, SIZE / 2, &p, &actual), GGML_CPOOL_STATUS_OK);
+    EXPECT_GE(actual, SIZE) << "a limit below the request still gives the request";
+    EXPECT_LT(actual, 2 * SIZE);
+    EXPECT_EQ(ggml_cpool_free(pool_, p, actual), GGML_CPOOL_STATUS_OK);
+}
+
 TEST_P(PoolRules, StatsCountAllocsHitsAndMisses) {
     buf a = alloc(pool_, 1 * MiB);
     buf b = alloc(pool_, 1 * MiB);

@@ -61,11 +61,40 @@ class model {
 
 // legacy and plain without out-of-memory: cached buffers by size (best fit, the most recently
 // cached of a size first), 256 slots, and the headroom rule: before a miss would make the pool
-// hold more than the default headroom above its peak live bytes, least recently cached go back
+// hold more than the default headroom above its peak live bytes, least recently cached go back.
+// Buffers that served a growing request and still hold the latest one wait in a reserve of their
+// own, for growing requests only, which the headroom rule leaves alone
 class legacy_model : public model {
   public:
-    size_t alloc(size_t size, bool overallocate, uintptr_t) override {
+    size_t alloc(size_t size, bool overallocate, uintptr_t ptr) override {
+        if (overallocate) {
+            need_ = size;
+            for (size_t i = growth_.size(); i-- > 0;) {
+                if (growth_[i].first < size) { // outgrown: an ordinary cached buffer from now on
+                    cache_[growth_[i].first].push_back(growth_[i].second);
+                    count_++;
+                    growth_.erase(growth_.begin() + std::ptrdiff_t(i));
+                }
+            }
+            auto best = growth_.end();
+            for (auto g = growth_.begin(); g != growth_.end(); ++g) {
+                if (g->first >= size && (best == growth_.end() || g->first < best->first)) {
+                    best = g;
+                }
+            }
+            if (best != growth_.end()) {
+                size_t actual = best->first;
+                growth_.erase(best);
+                s.cached_bytes -= actual;
+                growing_out_.insert(ptr);
+                on_alloc(actual, true);
+                return actual;
+            }
+        }
         auto it = cache_.lower_bound(size);
+        if (overallocate) {
+            growing_out_.insert(ptr);
+        }
         if (it != cache_.end()) {
             size_t actual = it->first;
             it->second.pop_back();
@@ -83,9 +112,14 @@ class legacy_model : public model {
         on_alloc(bytes, false);
         return bytes;
     }
-    void free(uintptr_t, size_t actual) override {
+    void free(uintptr_t ptr, size_t actual) override {
         s.live_bytes -= actual;
-        if (count_ < 256) {
+        if (growing_out_.erase(ptr) != 0 && actual >= need_ && growth_.size() < MAX_GROWING) {
+            growth_.push_back({ actual, ++clock_ });
+            s.cached_bytes += actual;
+            return;
+        }
+        if (count_ + growth_.size() < 256) {
             cache_[actual].push_back(++clock_);
             count_++;
             s.cached_bytes += actual;
@@ -99,7 +133,11 @@ class legacy_model : public model {
                 on_driver(kv.first, false);
             }
         }
+        for (auto & g : growth_) {
+            on_driver(g.first, false);
+        }
         cache_.clear();
+        growth_.clear();
         count_         = 0;
         s.cached_bytes = 0;
     }
@@ -135,7 +173,11 @@ class legacy_model : public model {
         }
     }
 
+    static constexpr size_t MAX_GROWING = 8;
     std::map<size_t, std::vector<uint64_t>> cache_; // size -> when each was cached, latest last
+    std::vector<std::pair<size_t, uint64_t>> growth_; // the reserve: size, when cached
+    std::set<uintptr_t>                      growing_out_;
+    size_t                                   need_ = 0; // the latest growing request
     const uint32_t pct_ = ggml_cpool_ctx_default_params().headroom_pct;
     size_t         count_ = 0;
     uint64_t       clock_ = 0;
