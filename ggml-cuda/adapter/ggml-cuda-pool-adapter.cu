@@ -11,31 +11,36 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
 
-// what the pools of one backend context share: its number (stats lines name it) and, where the
-// module's pools serve, the module context
+// what the pools of one backend context share: its number (stats lines name it), where the
+// module's pools serve, the module context, and what the context's CUDA graphs did
 struct ggml_cuda_cpool_session {
     uint64_t         id  = 0;
     ggml_cpool_ctx_t ctx = nullptr;
+    uint64_t         graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
+    bool             capture_abandoned = false; // since ggml last asked
 
-    ~ggml_cuda_cpool_session() { ggml_cpool_ctx_free(ctx); } // synchronizes the borrowed streams first
+    ~ggml_cuda_cpool_session(); // synchronizes the borrowed streams before the memory goes back
 };
 
 namespace {
 
-constexpr const char * ENV_POOL  = "GGML_CUDA_POOL";       // ggml | ggml-legacy | a module kind
-constexpr const char * ENV_STATS = "GGML_CUDA_POOL_STATS"; // 1: a stats line per pool at exit on stderr; a path: appended there
-constexpr double       MiB       = 1024.0 * 1024.0;
+constexpr const char * ENV_POOL   = "GGML_CUDA_POOL";       // ggml | ggml-legacy | a module kind
+constexpr const char * ENV_STATS  = "GGML_CUDA_POOL_STATS"; // 1: a stats line per pool at exit on stderr; a path: appended there
+constexpr const char * ENV_KV_F16 = "GGML_CUDA_POOL_KV_F16"; // graph (default) | pool: where the FA K/V f16 conversions live
+constexpr double       MiB        = 1024.0 * 1024.0;
 
 enum class owner { module, ggml, ggml_legacy };
 
 struct settings {
-    owner       pools = owner::module;
+    owner       pools      = owner::module;
+    bool        kv_in_pool = false;
     std::string stats; // empty: none; "-": stderr; else a file to append to
 };
 
@@ -48,6 +53,13 @@ static const settings & config() {
         } else if (pool != nullptr && strcmp(pool, "ggml-legacy") == 0) {
             c.pools = owner::ggml_legacy;
         } // any other value is the module's to read (and to refuse, if malformed)
+        const char * kv = getenv(ENV_KV_F16);
+        if (kv != nullptr && strcmp(kv, "pool") == 0) {
+            c.kv_in_pool = true;
+        } else if (kv != nullptr && *kv != '\0' && strcmp(kv, "graph") != 0) {
+            GGML_LOG_WARN("ggml-cuda-pool: %s=%s is neither graph nor pool; the conversions stay in the graph allocator's buffer\n",
+                          ENV_KV_F16, kv);
+        }
         const char * stats = getenv(ENV_STATS);
         if (stats != nullptr && *stats != '\0' && strcmp(stats, "0") != 0) {
             c.stats = strcmp(stats, "1") == 0 ? "-" : stats;
@@ -85,7 +97,7 @@ struct figures {
     const char * kind = "";
     uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
     size_t       peak_live = 0, peak_reserved = 0;
-    uint64_t     lru_reclaims = 0, flushes = 0, oom = 0;
+    uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
     uint64_t     growing = 0;
     size_t       growing_peak = 0, growing_got = 0;
@@ -97,8 +109,9 @@ struct figures {
     }
 };
 
-// one line per pool, at its destruction, where GGML_CUDA_POOL_STATS asks for it
-static void report(uint64_t session, int device, int slot, const figures & f) {
+// one statistics line, where GGML_CUDA_POOL_STATS asks for them
+static void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
+static void report_line(const char * fmt, ...) {
     const std::string & where = config().stats;
     if (where.empty()) {
         return;
@@ -110,23 +123,33 @@ static void report(uint64_t session, int device, int slot, const figures & f) {
         GGML_LOG_WARN("ggml-cuda-pool: cannot append the pool statistics to %s\n", where.c_str());
         return;
     }
-    fprintf(out,
-            "ggml-cuda-pool stats: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
-            "driver_frees=%llu peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu flushes=%llu oom=%llu "
-            "growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f\n",
-            (unsigned long long) session, device, slot, f.kind, (unsigned long long) f.allocs, (unsigned long long) f.hits,
-            (unsigned long long) f.driver_allocs, (unsigned long long) f.driver_frees, f.peak_live / MiB,
-            f.peak_reserved / MiB, (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes,
-            (unsigned long long) f.oom, (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB);
+    va_list args;
+    va_start(args, fmt);
+    vfprintf(out, fmt, args);
+    va_end(args);
     if (out != stderr) {
         fclose(out);
     }
 }
 
+// one line per pool, at its destruction
+static void report(uint64_t session, int device, int slot, const figures & f) {
+    report_line("ggml-cuda-pool stats: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
+                "driver_frees=%llu peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu flushes=%llu oom=%llu "
+                "syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f\n",
+                (unsigned long long) session, device, slot, f.kind, (unsigned long long) f.allocs,
+                (unsigned long long) f.hits, (unsigned long long) f.driver_allocs, (unsigned long long) f.driver_frees,
+                f.peak_live / MiB, f.peak_reserved / MiB, (unsigned long long) f.lru_reclaims,
+                (unsigned long long) f.flushes, (unsigned long long) f.oom, (unsigned long long) f.syncs,
+                (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB);
+}
+
+
 // a module pool behind ggml's interface
 struct module_pool final : ggml_cuda_pool {
-    module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot) :
-        session(std::move(session)), pool(pool), device(device), slot(slot) {}
+    module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot,
+                cudaStream_t stream) :
+        session(std::move(session)), pool(pool), device(device), slot(slot), stream(stream) {}
 
     ~module_pool() override {
         ggml_cpool_stats s{};
@@ -141,14 +164,15 @@ struct module_pool final : ggml_cuda_pool {
             seen.lru_reclaims  = s.lru_reclaims;
             seen.flushes       = s.flushes;
             seen.oom           = s.oom_returned;
+            seen.syncs         = s.synchronizes;
             report(session->id, device, slot, seen);
         }
     }
 
-    void * alloc(size_t size, size_t * actual_size) override { return take(size, 0, actual_size); }
+    void * alloc(size_t size, size_t * actual_size) override { return take(size, false, 0, actual_size); }
 
-    void * alloc_overallocate(size_t size, size_t * actual_size) override {
-        void * ptr = take(size, GGML_CPOOL_ALLOC_OVERALLOCATE, actual_size);
+    void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        void * ptr = take(size, true, max_size, actual_size);
         seen.note_growing(size, *actual_size);
         return ptr;
     }
@@ -172,20 +196,52 @@ struct module_pool final : ggml_cuda_pool {
     }
 
   private:
-    void * take(size_t size, uint32_t flags, size_t * actual_size) {
-        void * ptr = nullptr;
+    ggml_cpool_status request(size_t size, bool growing, size_t limit, void ** ptr, size_t * actual_size) {
         // ggml may ask for nothing (the scratch of an empty tensor); the module refuses a zero
         // size, so ask for one byte: still a buffer of its own that free takes back
-        ggml_cpool_status st = ggml_cpool_alloc(pool, std::max<size_t>(size, 1), flags, &ptr, actual_size);
+        size = std::max<size_t>(size, 1);
+        return growing ? ggml_cpool_alloc_growing(pool, size, limit, ptr, actual_size) :
+                         ggml_cpool_alloc(pool, size, 0, ptr, actual_size);
+    }
+
+    void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
+        void *            ptr = nullptr;
+        ggml_cpool_status st  = request(size, growing, limit, &ptr, actual_size);
+        if (st != GGML_CPOOL_STATUS_OK && abandon_capture()) {
+            st = request(size, growing, limit, &ptr, actual_size); // outside the capture: with recovery
+        }
         if (st != GGML_CPOOL_STATUS_OK) {
             fail(device, "alloc", st);
         }
         return ptr;
     }
 
+    // the module returned an error while the stream captures a graph, where it may not synchronize
+    // or free to recover: the capture ends here (ggml evaluates the graph again without it)
+    bool abandon_capture() {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture == cudaStreamCaptureStatusNone) {
+            (void) cudaGetLastError();
+            return false;
+        }
+        cudaGraph_t graph = nullptr;
+        (void) cudaStreamEndCapture(stream, &graph); // invalidated or not, what it captured is dropped
+        if (graph != nullptr) {
+            (void) cudaGraphDestroy(graph);
+        }
+        (void) cudaGetLastError();
+        GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture is "
+                      "given up and the graph evaluated without it, where the pool can recover\n",
+                      device, ggml_cpool_last_error());
+        session->capture_abandoned = true;
+        session->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
+        return true;
+    }
+
     std::shared_ptr<ggml_cuda_cpool_session> session; // outlives every pool of the backend context
     ggml_cpool_t                             pool;
     int                                      device, slot;
+    cudaStream_t                             stream; // ggml's, the one this pool's kernels run on
     figures                                  seen;
 };
 
@@ -211,8 +267,8 @@ struct watched_pool final : ggml_cuda_pool {
         return ptr;
     }
 
-    void * alloc_overallocate(size_t size, size_t * actual_size) override {
-        void * ptr = own->alloc_overallocate(size, actual_size);
+    void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        void * ptr = own->alloc_overallocate(size, max_size, actual_size);
         watch(*actual_size);
         seen.note_growing(size, *actual_size);
         return ptr;
@@ -266,8 +322,45 @@ static std::shared_ptr<ggml_cuda_cpool_session> open_session(bool module) {
 
 } // namespace
 
+ggml_cuda_cpool_session::~ggml_cuda_cpool_session() {
+    const uint64_t * n = graph_events;
+    report_line("ggml-cuda-pool graphs: session=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
+                "update_failures=%llu launches=%llu abandoned=%llu\n",
+                (unsigned long long) id, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED]);
+    ggml_cpool_ctx_free(ctx);
+}
+
 bool ggml_cuda_cpool_active() {
     return config().pools == owner::module;
+}
+
+bool ggml_cuda_cpool_kv_f16_in_pool() {
+    return config().kv_in_pool;
+}
+
+// the session a backend context's pools share, opened by whichever comes first: a pool or a graph
+static ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx) {
+    if (!ctx.cpool_session) {
+        ctx.cpool_session = open_session(config().pools == owner::module);
+    }
+    return *ctx.cpool_session;
+}
+
+void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event) {
+    session_of(ctx).graph_events[event]++;
+}
+
+bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
+    ggml_cuda_cpool_session & s = session_of(ctx);
+    const bool                abandoned = s.capture_abandoned;
+    s.capture_abandoned                 = false;
+    return abandoned;
 }
 
 uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
@@ -278,9 +371,7 @@ uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool) {
     const settings & c = config();
-    if (!ctx.cpool_session) {
-        ctx.cpool_session = open_session(c.pools == owner::module);
-    }
+    session_of(ctx);
     if (c.pools != owner::module) {
         std::unique_ptr<ggml_cuda_pool> own = own_pool(device, c.pools == owner::ggml);
         if (c.stats.empty()) {
@@ -291,12 +382,13 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
     }
     ggml_cpool_ctx_t  session = ctx.cpool_session->ctx;
     ggml_cpool_t      pool    = nullptr;
-    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(session, device, stream_no, ctx.stream(device, stream_no));
+    cudaStream_t      stream  = ctx.stream(device, stream_no);
+    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(session, device, stream_no, stream);
     if (st == GGML_CPOOL_STATUS_OK) {
         st = ggml_cpool_ctx_get_slot_pool(session, device, stream_no, &pool);
     }
     if (st != GGML_CPOOL_STATUS_OK) {
         fail(device, "creating the pool", st);
     }
-    return std::make_unique<module_pool>(ctx.cpool_session, pool, device, stream_no);
+    return std::make_unique<module_pool>(ctx.cpool_session, pool, device, stream_no, stream);
 }

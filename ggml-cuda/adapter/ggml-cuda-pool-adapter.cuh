@@ -19,11 +19,33 @@ typedef std::unique_ptr<ggml_cuda_pool> (*ggml_cuda_own_pool_fn)(int device, boo
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool);
 
-// whether the module's pools serve this process; the flash-attention K/V f16 conversion buffers
-// then come from the pool (with headroom) instead of the graph allocator
+// whether the module's pools serve this process
 bool ggml_cuda_cpool_active();
+
+// where the flash-attention K/V f16 conversion buffers live (GGML_CUDA_POOL_KV_F16): false, ggml's
+// graph allocator (extra memory of the attention's output, overlapped with tensors that are dead
+// by then: the default); true, the pool, with the overallocate request up to the whole K/V cache
+bool ggml_cuda_cpool_kv_f16_in_pool();
 
 // the generation of a backend context's module pools: it moves whenever they give memory back to
 // the driver (reclaim, flush, trim, the headroom rule). A CUDA graph captured at an older
 // generation may hold freed buffers: ggml captures it again instead of launching it.
 uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx);
+
+// what a backend context's CUDA graphs do, counted for the statistics lines (GGML_CUDA_POOL_STATS)
+enum ggml_cuda_cpool_graph_event {
+    GGML_CUDA_CPOOL_GRAPH_EAGER,         // an evaluation without a CUDA graph
+    GGML_CUDA_CPOOL_GRAPH_CAPTURE,       // a capture began
+    GGML_CUDA_CPOOL_GRAPH_INSTANTIATE,   // an executable graph was made from a captured one
+    GGML_CUDA_CPOOL_GRAPH_UPDATE,        // an executable graph was updated in place
+    GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED, // the update was refused: destroyed and instantiated again
+    GGML_CUDA_CPOOL_GRAPH_LAUNCH,
+    GGML_CUDA_CPOOL_GRAPH_ABANDONED,     // a capture given up (below)
+    GGML_CUDA_CPOOL_GRAPH_EVENTS,
+};
+void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event);
+
+// whether a pool allocation failed during this context's capture since the last call: no
+// recovery is legal during a capture, so the adapter ended it, recovered and served the request
+// outside it. The nodes captured before never ran: ggml evaluates the graph again without CUDA graphs
+bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx);
