@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tables from the results scripts/llama.sh leaves in a directory (Markdown on stdout):
-test-backend-ops pass counts, greedy outputs, fault runs, and llama-bench t/s per configuration
-with each pool's statistics (GGML_CUDA_POOL_STATS lines, one per pool at its destruction).
+test-backend-ops pass counts, greedy outputs, fault runs, llama-bench t/s per configuration with
+a 95% bootstrap interval of the ratio of medians to ggml's pools, each pool's statistics
+(GGML_CUDA_POOL_STATS lines, one per pool at its destruction), each context's CUDA graph counts,
+peak total device memory, and speculative decoding.
 
 The k-th backend context of a llama-bench run belongs to its k-th test, since llama-bench makes
 one llama context per test: the stats lines name their context (session=k), which maps them.
@@ -12,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import random
 import re
 import statistics
 import sys
@@ -19,6 +22,20 @@ from collections import defaultdict
 
 BASELINE = "ggml"
 STATS = re.compile(r"ggml-cuda-pool stats: (.*)")
+GRAPHS = re.compile(r"ggml-cuda-pool graphs: (.*)")
+BOOTSTRAP_RESAMPLES = 4000
+BOOTSTRAP_SEED = 1
+CONFIDENCE = 0.95
+
+
+def ratio_interval(values, base):
+    """the ratio of medians and its bootstrap interval (each sample resampled with replacement)"""
+    rng = random.Random(BOOTSTRAP_SEED)
+    ratios = sorted(statistics.median(rng.choices(values, k=len(values))) /
+                    statistics.median(rng.choices(base, k=len(base))) for _ in range(BOOTSTRAP_RESAMPLES))
+    tail = (1 - CONFIDENCE) / 2
+    return (statistics.median(values) / statistics.median(base),
+            ratios[int(tail * len(ratios))], ratios[int((1 - tail) * len(ratios)) - 1])
 
 
 def read(path):
@@ -33,18 +50,34 @@ def configs_of(results, prefix, suffix):
     return names
 
 
-def stats_lines(path):
-    """session -> list of {key: value} per pool"""
+def stats_lines(path, pattern=STATS):
+    """session -> list of {key: value} per line (a pool's statistics, or a context's graphs)"""
     out = defaultdict(list)
     if not os.path.exists(path):
         return out
     for line in read(path).splitlines():
-        m = STATS.search(line)
+        m = pattern.search(line)
         if not m:
             continue
         kv = dict(item.split("=", 1) for item in m.group(1).split())
         out[int(kv["session"])].append(kv)
     return out
+
+
+GRAPH_COUNTS = ("eager", "captures", "instantiations", "updates", "update_failures", "launches", "abandoned")
+
+
+def graph_counts(path):
+    """the CUDA graph counts of every context in a stats file, summed, and the pools' synchronizes"""
+    total = defaultdict(int)
+    for lines in stats_lines(path, GRAPHS).values():
+        for kv in lines:
+            for k in GRAPH_COUNTS:
+                total[k] += int(kv.get(k, 0))
+    for lines in stats_lines(path).values():
+        for kv in lines:
+            total["syncs"] += int(kv.get("syncs", 0))
+    return total
 
 
 def table(title, columns, rows, row_format):
@@ -102,6 +135,7 @@ def worst_pool(ps):
 
 def bench(results):
     runs = defaultdict(dict)   # (model, kv, test, depth) -> config -> samples
+    graphs = defaultdict(lambda: defaultdict(list))  # (model, kv) -> config -> per-run counts
     # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing, worst pool)]
     pools = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(results, "bench-*.jsonl"))):
@@ -110,6 +144,7 @@ def bench(results):
             continue
         model, kv, config, _ = m.groups()
         sessions = stats_lines(path[:-len(".jsonl")] + ".stats")
+        graphs[(model, kv)][config].append(graph_counts(path[:-len(".jsonl")] + ".stats"))
         for k, line in enumerate(read(path).splitlines(), start=1):
             t = json.loads(line)
             test = f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
@@ -127,7 +162,8 @@ def bench(results):
     if not runs:
         return
     configs = sorted({c for v in runs.values() for c in v}, key=lambda c: (c != BASELINE, c))
-    print("### llama-bench t/s: median of every repetition (spread = (max - min) / median), ratio to %s\n" % BASELINE)
+    print("### llama-bench t/s: median of every repetition (spread = (max - min) / median), ratio of medians to %s "
+          "[%d%% bootstrap interval]\n" % (BASELINE, CONFIDENCE * 100))
     print("| model | KV | test | depth | " + " | ".join(configs) + " |")
     print("|---|---|---|---|" + "---|" * len(configs))
     for key in sorted(runs, key=lambda k: (k[0], k[1], k[2], int(k[3]))):
@@ -140,10 +176,24 @@ def bench(results):
                 cells.append("")
                 continue
             med, sp = spread(s)
-            ratio = f" ({med / base_med:.3f}x)" if base_med and c != BASELINE else ""
+            ratio = ""
+            if base_med and c != BASELINE:
+                r, lo, hi = ratio_interval(s, base)
+                ratio = f" ({r:.3f}x [{lo:.3f}, {hi:.3f}])"
             cells.append(f"{med:.1f} ±{sp:.0f}% n={len(s)}{ratio}")
         print("| %s | %s | %s | %s | " % key + " | ".join(cells) + " |")
     print()
+    if any(graphs.values()):
+        print("### CUDA graphs per llama-bench run (every context summed; median over runs) and the pools' "
+              "synchronizes\n")
+        cols = GRAPH_COUNTS + ("syncs",)
+        print("| model | KV | configuration | " + " | ".join(cols) + " |")
+        print("|---|---|---|" + "---|" * len(cols))
+        for (model, kv), per in sorted(graphs.items()):
+            for c in sorted(per, key=lambda c: (c != BASELINE, c)):
+                cells = [str(int(statistics.median(r[k] for r in per[c]))) for k in cols]
+                print(f"| {model} | {kv} | {c} | " + " | ".join(cells) + " |")
+        print()
     if pools:
         print("### pool statistics per test (every pool of the context summed; max over runs)\n")
         print("| model | KV | test | depth | configuration | peak live MiB | peak reserved MiB | reserved/live | "
@@ -164,11 +214,85 @@ def bench(results):
         print()
 
 
+def memory(results):
+    rows = {}  # (model, depth) -> config -> (peak above idle, buffer lines, exit)
+    for path in sorted(glob.glob(os.path.join(results, "memory-*.txt"))):
+        m = re.match(r"memory-(.+)-d(\d+)-(.+)\.txt", os.path.basename(path))
+        if not m:
+            continue
+        model, depth, config = m.groups()
+        text = read(path)
+        head = re.search(r"exit (\d+) idle_mib (\d+) peak_mib (\d+)", text)
+        if not head:
+            continue
+        rc, idle, peak = (int(x) for x in head.groups())
+        buffers = "; ".join(re.sub(r"\s+", " ", l.strip()) for l in text.splitlines()[1:] if "buffer size" in l)
+        rows.setdefault((model, int(depth)), {})[config] = (peak - idle, buffers, rc)
+    if not rows:
+        return
+    print("### peak total device memory (nvidia-smi, every 50 ms, less the memory used before the run), "
+          "ratio to %s\n" % BASELINE)
+    configs = sorted({c for v in rows.values() for c in v}, key=lambda c: (c != BASELINE, c))
+    print("| model | depth | " + " | ".join(configs) + " |")
+    print("|---|---|" + "---|" * len(configs))
+    for key in sorted(rows):
+        base = rows[key].get(BASELINE)
+        cells = []
+        for c in configs:
+            v = rows[key].get(c)
+            if v is None:
+                cells.append("")
+                continue
+            ratio = f" ({v[0] / base[0]:.3f}x, {v[0] - base[0]:+d})" if base and c != BASELINE and base[0] else ""
+            cells.append(f"{v[0]} MiB{ratio}" + ("" if v[2] == 0 else f" exit {v[2]}"))
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+    print("\nllama.cpp's buffer lines (-v), per run:\n")
+    for key in sorted(rows):
+        for c in configs:
+            if c in rows[key]:
+                print(f"- {key[0]} depth {key[1]} {c}: {rows[key][c][1]}")
+    print()
+
+
+def speculative(results):
+    runs = defaultdict(list)  # config -> [(t/s, md5, accept)]
+    for path in sorted(glob.glob(os.path.join(results, "spec-*.log"))):
+        m = re.match(r"spec-(.+)-r(\d+)\.log", os.path.basename(path))
+        log = read(path)
+        speed = re.search(r"decoded\s+\d+ tokens in\s+[\d.]+ seconds, speed:\s+([\d.]+) t/s", log)
+        accept = re.search(r"accept\s+=\s+([\d.]+)%", log)
+        if not m or not speed:
+            continue
+        text = read(path[:-4] + ".txt") if os.path.exists(path[:-4] + ".txt") else ""
+        runs[m.group(1)].append((float(speed.group(1)), hashlib.md5(text.encode()).hexdigest()[:12],
+                                 accept.group(1) if accept else "?"))
+    if not runs:
+        return
+    base = [r[0] for r in runs.get(BASELINE, [])]
+    print("### speculative decoding (llama-speculative-simple, two contexts, graphs on): decode t/s, ratio of "
+          "medians to %s [%d%% bootstrap interval]\n" % (BASELINE, CONFIDENCE * 100))
+    print("| configuration | runs | median t/s | spread | ratio | text md5 | accepted |")
+    print("|---|---|---|---|---|---|---|")
+    for c in sorted(runs, key=lambda c: (c != BASELINE, c)):
+        ts = [r[0] for r in runs[c]]
+        med, sp = spread(ts)
+        ratio = "-"
+        if base and c != BASELINE:
+            r, lo, hi = ratio_interval(ts, base)
+            ratio = f"{r:.3f}x [{lo:.3f}, {hi:.3f}]"
+        md5s = ",".join(sorted({r[1] for r in runs[c]}))
+        accepts = ",".join(sorted({r[2] for r in runs[c]}))
+        print(f"| {c} | {len(ts)} | {med:.1f} | ±{sp:.0f}% | {ratio} | `{md5s}` | {accepts}% |")
+    print()
+
+
 def main():
     results = sys.argv[1] if len(sys.argv) > 1 else "/tmp/llama-work/results"
     ops(results)
     completions(results)
     bench(results)
+    memory(results)
+    speculative(results)
 
 
 if __name__ == "__main__":

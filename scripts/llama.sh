@@ -6,7 +6,8 @@
 # (GGML_CUDA_POOL picks ggml's own pools or a module kind at run time):
 #
 #   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
-#   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize
+#   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize,
+#             llama-speculative-simple
 #   models    random-weight Llama models (scripts/llama-model.py): 1B f16 and q8_0, 8B q8_0 (LLAMA_MODELS)
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
@@ -15,8 +16,15 @@
 #             clear out-of-memory message)
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
 #             compute-sanitizer memcheck with leak check
-#   bench     llama-bench pp512/tg128 -fa 1, KV f16 and q8_0, at depths; configurations
-#             interleaved round by round so drift hits all alike; each pool's statistics
+#   bench     llama-bench tg128 -fa 1 on 1b-q8_0, KV f16 and q8_0, at depths 0/4096/32768;
+#             configurations interleaved round by round so drift hits all alike (8 rounds x 3
+#             repetitions: 24 samples a configuration); each pool's statistics and each context's
+#             CUDA graph counts (captures, instantiations, updates)
+#   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs
+#             on 8b-q8_0, KV q8_0, at depths 0/8192/32768, per configuration; llama.cpp's own
+#             buffer lines (-v)
+#   speculative  llama-speculative-simple, 1b-f16 target + 1b-q8_0 draft (two contexts in one
+#             process), graphs on: the text per configuration and t/s, rounds interleaved
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
 #   summary   the tables (scripts/llama-summary.py)
 #
@@ -26,11 +34,17 @@
 # run again (delete the file to redo it); build outputs and models stay in $LLAMA_WORK, outside
 # the tree. One command of the GPU machine may run 10 minutes: run the steps across calls.
 #
+# A configuration is ggml's own pools (ggml, ggml-legacy) or a module kind, optionally with
+# ":kvpool": the flash-attention K/V f16 conversions from the pool (GGML_CUDA_POOL_KV_F16=pool)
+# instead of the graph allocator's buffer.
+#
 # Environment: LLAMA_WORK (/tmp/llama-work), LLAMA_CPP_DIR, LLAMA_SNAPSHOT (the .tar.xz;
 # default ../shared/llama.cpp/llama.cpp-*.tar.xz), LLAMA_BUILD (a build dir; default
-# $LLAMA_WORK/build), CONFIGS ("ggml legacy plain vmm async"), BENCH_MODELS ("1b-f16 1b-q8_0"),
-# BENCH_KV ("f16 q8_0"), BENCH_DEPTHS ("0,8192,32768"), BENCH_ROUNDS (5), BENCH_REPS (2: reps
-# per round, so 10 in all), BENCH_TESTS ("-p 512 -n 128"), LLAMA_GPU (0: the GPU every step but
+# $LLAMA_WORK/build), LLAMA_CMAKE_ARGS (more configure arguments), CONFIGS ("ggml legacy plain
+# vmm async"), BENCH_MODELS ("1b-q8_0"), BENCH_KV ("f16 q8_0"), BENCH_DEPTHS ("0,4096,32768"),
+# BENCH_ROUNDS (8), BENCH_REPS (3: reps per round, so 24 in all), BENCH_TESTS ("-p 0 -n 128"),
+# MEMORY_CONFIGS (CONFIGS and legacy:kvpool), MEMORY_DEPTHS ("0 8192 32768"), MEMORY_MODEL
+# (8b-q8_0), SPEC_ROUNDS (6), SPEC_TOKENS (192), LLAMA_GPU (0: the GPU every step but
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
 # SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
@@ -55,9 +69,15 @@ export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 say() { printf '[llama.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { say "error: $*"; exit 1; }
 gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
-# GGML_CUDA_POOL for a configuration: ggml's own pools (ggml, ggml-legacy) or a module kind
-pool_env() { echo "GGML_CUDA_POOL=$1"; }
-module_kinds() { for c in $CONFIGS; do case $c in ggml*) ;; *) echo "$c" ;; esac; done; }
+# the environment of a configuration: GGML_CUDA_POOL (ggml's own pools or a module kind), and
+# GGML_CUDA_POOL_KV_F16=pool for a ":kvpool" one
+pool_env() {
+    echo "GGML_CUDA_POOL=${1%%:*}"
+    [[ $1 == *:kvpool ]] && echo "GGML_CUDA_POOL_KV_F16=pool"
+}
+# a configuration as a file name part
+tag_of() { echo "${1/:/-}"; }
+module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
 
@@ -73,6 +93,8 @@ step_prepare() {
     local commit
     commit=$(cat "$SRC/.commit" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null)
     [ "$commit" = "$PINNED" ] || say "warning: $SRC is at ${commit:-an unknown commit}, the patch is for $PINNED"
+    # the trimmed snapshot leaves pocs/ out, which the examples' CMakeLists still adds
+    [ -f "$SRC/pocs/CMakeLists.txt" ] || { mkdir -p "$SRC/pocs" && : >"$SRC/pocs/CMakeLists.txt"; }
     if patch -d "$SRC" -p1 -R --dry-run -s -f <"$PATCH" >/dev/null 2>&1; then
         say "patch already applied"
     else
@@ -88,12 +110,13 @@ step_build() {
     if [ ! -f "$BUILD/build.ninja" ]; then
         cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
             -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
-            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-            -DLLAMA_BUILD_APP=OFF -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" >"$WORK/configure.log" 2>&1 ||
-            { tail -20 "$WORK/configure.log"; die "configure failed"; }
+            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
+            -DLLAMA_BUILD_APP=OFF -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
+            >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
     fi
     local t0=$SECONDS
-    ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize >"$WORK/build.log" 2>&1 ||
+    ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
+        >"$WORK/build.log" 2>&1 ||
         { tail -30 "$WORK/build.log"; die "build failed"; }
     say "built in $((SECONDS - t0)) s"
 }
@@ -214,12 +237,12 @@ step_memcheck() {
 # llama-bench, configurations interleaved round by round: each round runs every configuration
 # once (BENCH_REPS repetitions each); every run appends its JSONL and its pools' statistics
 step_bench() {
-    local rounds=${BENCH_ROUNDS:-5} reps=${BENCH_REPS:-2} depths=${BENCH_DEPTHS:-0,8192,32768}
+    local rounds=${BENCH_ROUNDS:-8} reps=${BENCH_REPS:-3} depths=${BENCH_DEPTHS:-0,4096,32768}
     for r in $(seq 1 "$rounds"); do
-        for m in ${BENCH_MODELS:-1b-f16 1b-q8_0}; do
+        for m in ${BENCH_MODELS:-1b-q8_0}; do
             for kv in ${BENCH_KV:-f16 q8_0}; do
                 for c in $CONFIGS; do
-                    local tag="bench-$m-$kv-$c-r$r"
+                    local tag="bench-$m-$kv-$(tag_of "$c")-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
                     if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
                         say "bench: deadline reached before round $r ($m KV $kv $c); the next call resumes"
@@ -227,12 +250,57 @@ step_bench() {
                     fi
                     env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
                         "$BIN/llama-bench" \
-                        -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 512 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
+                        -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
                         -r "$reps" -o jsonl >"$RESULTS/$tag.part" 2>"$RESULTS/$tag.log" &&
                         mv "$RESULTS/$tag.part" "$RESULTS/$tag.jsonl"
                     say "bench round $r: $m KV $kv $c: $(grep -c . "$RESULTS/$tag.jsonl" 2>/dev/null || echo FAILED) tests"
                 done
             done
+        done
+    done
+}
+
+# peak total device memory per configuration: nvidia-smi samples memory.used every 50 ms while
+# one llama-bench run (pp512 + tg32 at one depth) is the only process on the GPU; the peak less
+# what was used before it started is the run's. llama.cpp's buffer lines come from -v.
+step_memory() {
+    local model=${MEMORY_MODEL:-8b-q8_0}
+    for d in ${MEMORY_DEPTHS:-0 8192 32768}; do
+        for c in ${MEMORY_CONFIGS:-$CONFIGS legacy:kvpool}; do
+            local tag="memory-$model-d$d-$(tag_of "$c")"
+            [ -s "$RESULTS/$tag.txt" ] && continue
+            local idle peak rc smi
+            idle=$(nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+            nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/$tag.smi" &
+            smi=$!
+            env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
+                "$BIN/llama-bench" -m "$MODELS/$model.gguf" -p 512 -n 32 -fa 1 -ctk q8_0 -ctv q8_0 -d "$d" -r 1 -v \
+                -o jsonl >"$RESULTS/$tag.jsonl" 2>"$RESULTS/$tag.log"
+            rc=$?
+            sleep 0.2
+            kill "$smi" 2>/dev/null
+            wait "$smi" 2>/dev/null
+            peak=$(sort -n "$RESULTS/$tag.smi" | tail -1)
+            { echo "config $c depth $d exit $rc idle_mib $idle peak_mib $peak"
+              grep -aE 'buffer size' "$RESULTS/$tag.log" | sed 's/^.*llama_[a-z_]*: *//' | sort | uniq -c; } >"$RESULTS/$tag.txt"
+            say "memory: $model depth $d $c: peak $((peak - idle)) MiB above idle, exit $rc"
+        done
+    done
+}
+
+# speculative decoding: a target and a draft context in one process, graphs on; the text must be
+# the same for every configuration, the t/s are compared round by round
+step_speculative() {
+    local rounds=${SPEC_ROUNDS:-6} tokens=${SPEC_TOKENS:-192}
+    for r in $(seq 1 "$rounds"); do
+        for c in $CONFIGS; do
+            local tag="spec-$(tag_of "$c")-r$r"
+            [ -s "$RESULTS/$tag.log" ] && continue
+            env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
+                "$BIN/llama-speculative-simple" -m "$MODELS/1b-f16.gguf" -md "$MODELS/1b-q8_0.gguf" -p "$PROMPT" \
+                -n "$tokens" --temp 0 --seed 1 --ignore-eos -ngl 99 -ngld 99 -fa on -c 4096 \
+                >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
+            say "speculative round $r: $c: exit $? $(grep -ao 'decoded.*' "$RESULTS/$tag.log" | head -1)"
         done
     done
 }
@@ -256,7 +324,7 @@ step_summary() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench trace summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"
