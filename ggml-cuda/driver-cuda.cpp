@@ -69,6 +69,9 @@ namespace {
 
 using namespace cuda;
 
+// the first pause before a refused allocation is tried again (pool.h doubles it at each retry)
+constexpr uint32_t TRANSIENT_PAUSE_US = 1000;
+
 class cuda_driver final : public primitives {
   public:
     explicit cuda_driver(int count) : count_(count) {
@@ -165,6 +168,9 @@ class cuda_driver final : public primitives {
 
     bool error_latched() const override { return cudaPeekAtLastError() != cudaSuccess; }
     void clear_error() override { (void) cudaGetLastError(); }
+    // long enough for queued frees on other streams to land, short enough that a refusal that
+    // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
+    uint32_t transient_pause_us() const override { return TRANSIENT_PAUSE_US; }
     // every cuda driver sees the same devices
     const void * identity() const override {
         static const char devices = 0;

@@ -1,6 +1,7 @@
 #include "driver-fault.h"
 
 #include "log.h"
+#include "reclaimable.h"
 
 namespace gcp {
 
@@ -31,7 +32,8 @@ status fault_driver::intercept(call c, int device, size_t size) {
     const status fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
     const pool_label name(platform(), device);
 
-    if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at) {
+    if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at &&
+        (spec_.oneshot_any || reclaimable_scope::bytes() > 0)) {
         oneshot_done_ = true;
         fired_++;
         GCP_LOG_INFO("%s: injected one-shot reclaim test at %.2f MiB", name.c_str(), to_mib(size));

@@ -60,6 +60,10 @@ class primitives {
     // (optional) what identifies the devices behind this driver: drivers of one identity share
     // devices (every cuda driver), so process-wide records key on it
     virtual const void * identity() const { return this; }
+    // (optional) the pause before a refused allocation is tried again, in microseconds: a real
+    // device's free memory changes with time (frees landing on other streams, other processes),
+    // the sim's only with calls, so it has none
+    virtual uint32_t     transient_pause_us() const { return 0; }
 };
 
 // Virtual memory management: an address range reserved once, physical memory created in the

@@ -121,6 +121,7 @@ class driver {
     }
 
     const void * identity() const { return prims_->identity(); }
+    uint32_t     transient_pause_us() const { return prims_->transient_pause_us(); }
     size_t       outstanding() const { return prims_->outstanding(); }
     size_t       used(int device) const { return prims_->used(device); }
 

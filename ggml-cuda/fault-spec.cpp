@@ -63,8 +63,9 @@ bool parse_decimal(const char * text, double * value, const char ** end) {
 
 // one key=value term
 bool parse_term(const std::string & key, const std::string & value, fault_spec * spec) {
-    if (key == "oneshot") {
-        spec->oneshot = parse_size(value.c_str(), &spec->oneshot_at);
+    if (key == "oneshot" || key == "oneshot-any") {
+        spec->oneshot     = parse_size(value.c_str(), &spec->oneshot_at);
+        spec->oneshot_any = key == "oneshot-any";
         return spec->oneshot;
     }
     if (key == "fail") {

@@ -1,8 +1,12 @@
 #pragma once
 // The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
 // separated by ';':
-//   oneshot=<size>        the next call that takes device memory (GGML_CPOOL_CALLS: MEMORY) of at
-//                         least size fails once
+//   oneshot=<size>        the first call that takes device memory (GGML_CPOOL_CALLS: MEMORY) of
+//                         at least size while its pool holds memory it could give back (cached
+//                         buffers; for VMM, mapped memory no buffer uses; for async, the device
+//                         pool's unused memory and the capture cache) fails once: the recovery it
+//                         tests has something to recover (reclaimable.h)
+//   oneshot-any=<size>    the same at the first such call, whatever the pool holds
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...
 //   on=<call>             ... of this kind only (default: any)
@@ -27,8 +31,9 @@ struct fault_spec {
         bool     and_later;
     };
 
-    bool             oneshot    = false;
-    size_t           oneshot_at = 0;
+    bool             oneshot     = false;
+    bool             oneshot_any = false; // oneshot-any: also when the pool has nothing to give back
+    size_t           oneshot_at  = 0;
     std::vector<nth> nths;
     double           prob       = 0.0;
     int              prob_kind  = ANY_CALL;

@@ -1,6 +1,7 @@
 #include "pool-async.h"
 
 #include "log.h"
+#include "reclaimable.h"
 #include "warm-record.h"
 
 #include <algorithm>
@@ -130,7 +131,11 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     }
     drain();
     make_room_within_headroom(bytes);
-    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
+    status st = OK;
+    {
+        reclaimable_scope scope(cached_bytes());
+        st = drv_.malloc_async(device_, bytes, stream_, ptr);
+    }
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
         driver_failed(GGML_CPOOL_LOG_DEBUG,
@@ -144,10 +149,19 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
             stats_.flushes++;
             st = drv_.malloc_async(device_, bytes, stream_, ptr);
         }
+        if (st == OUT_OF_MEMORY) {
+            driver_failed();
+            st = retry_transient([&] { return drv_.malloc_async(device_, bytes, stream_, ptr); });
+        }
     }
-    if (st != OK) {
+    if (st == OUT_OF_MEMORY) {
+        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed: out of memory, also after trimming the "
+                      "stream-ordered pool and %d retries after a pause", to_mib(bytes), TRANSIENT_RETRIES);
+    } else if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
+    }
+    if (st != OK) {
         observe();
         return st;
     }

@@ -1,6 +1,7 @@
 #include "pool-legacy.h"
 
 #include "log.h"
+#include "reclaimable.h"
 
 namespace gcp {
 
@@ -69,12 +70,24 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
     keep_within_headroom(bytes);
-    status st = drv_.malloc(device_, bytes, ptr);
+    status st = OK;
+    {
+        reclaimable_scope scope(cached_bytes());
+        st = drv_.malloc(device_, bytes, ptr);
+    }
     if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
         return OK;
     }
     if (st == OUT_OF_MEMORY) {
-        st = recover(bytes, ptr);
+        const char * how = nullptr;
+        st               = recover(bytes, ptr, &how);
+        if (st == OUT_OF_MEMORY && how != nullptr) {
+            st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
+            if (st != OK) {
+                driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
+                              "a pause did not help", to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
+            }
+        }
     } else if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
@@ -132,7 +145,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-status pool_legacy::recover(size_t bytes, void ** ptr) {
+status pool_legacy::recover(size_t bytes, void ** ptr, const char ** how) {
     driver_failed(); // the lines below say how it ends
     if (capturing()) {
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
@@ -157,9 +170,8 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
             GCP_LOG_DEBUG("%s: retry succeeded", name());
             return OK;
         }
-        driver_failed(GGML_CPOOL_LOG_WARN,
-                      "alloc of %.2f MiB failed: out of memory with nothing cached (%.2f MiB live)", to_mib(bytes),
-                      to_mib(stats_.live_bytes));
+        driver_failed();
+        *how = "out of memory with nothing cached";
         return OUT_OF_MEMORY;
     }
 
@@ -174,13 +186,13 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
             GCP_LOG_DEBUG("%s: retry succeeded after reclaiming %.2f MiB", name(), to_mib(freed));
             return OK;
         }
+        driver_failed(); // the flush below, or the caller, says what comes next
         if (cached_count() == 0) {
-            driver_failed(GGML_CPOOL_LOG_WARN,
-                          "alloc of %.2f MiB failed after reclaiming all %.2f MiB cached: out of memory", to_mib(bytes),
+            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed after reclaiming all %.2f MiB cached", name(), to_mib(bytes),
                           to_mib(freed));
+            *how = "out of memory after reclaiming everything cached";
             return OUT_OF_MEMORY;
         }
-        driver_failed(); // the flush below says what comes next
     }
 
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
@@ -191,9 +203,8 @@ status pool_legacy::recover(size_t bytes, void ** ptr) {
         GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
         return OK;
     }
-    driver_failed(GGML_CPOOL_LOG_WARN,
-                  "alloc of %.2f MiB failed after freeing everything cached: out of memory (%.2f MiB live)",
-                  to_mib(bytes), to_mib(stats_.live_bytes));
+    driver_failed();
+    *how = "out of memory after freeing everything cached";
     return OUT_OF_MEMORY;
 }
 

@@ -53,7 +53,9 @@ class pool_legacy final : public pool {
     // every one (destruction)
     enum class scope { ordinary, unpinned, everything };
 
-    status recover(size_t bytes, void ** ptr);      // after a driver out-of-memory
+    // after a driver out-of-memory: reclaim, flush and retry; on OUT_OF_MEMORY *how says what
+    // was tried, or stays null where a line said why nothing could be (a capture)
+    status recover(size_t bytes, void ** ptr, const char ** how);
     void   keep_within_headroom(size_t bytes);      // before a miss takes `bytes` more
     bool   release(const size_bins::buffer & b);    // one cached buffer to the driver; false if refused
     // cached buffers in `which`, least recently used first, until `target` bytes went back

@@ -1,6 +1,7 @@
 #include "pool-vmm.h"
 
 #include "log.h"
+#include "reclaimable.h"
 
 #include <algorithm>
 
@@ -84,7 +85,11 @@ status pool_vmm::grow(size_t bytes) {
     const size_t offset = mapped_;
     vmm_handle   handle = 0;
     const char * what   = "creating";
-    status       st     = drv_.vmm_create(device_, size, &handle);
+    status       st     = OK;
+    {
+        reclaimable_scope scope(cached_bytes());
+        st = drv_.vmm_create(device_, size, &handle);
+    }
     if (st == OK) {
         what = "mapping";
         st   = drv_.vmm_map(device_, base_ + offset, size, handle);
@@ -99,7 +104,8 @@ status pool_vmm::grow(size_t bytes) {
         }
     }
     if (st != OK) {
-        driver_failed(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_WARN : GGML_CPOOL_LOG_ERROR,
+        // an out-of-memory is retried, and the caller's one line reports it if it persists
+        driver_failed(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
                       "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
         if (!capture) { // an unmap during capture would break it: the next growth outside one retries
             release_orphans();
@@ -128,19 +134,32 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     }
     if (used_ + bytes > mapped_) {
         stats_.misses++;
-        status st = grow(used_ + bytes - mapped_);
+        const size_t growth = used_ + bytes - mapped_;
+        status       st     = grow(growth);
         if (st == OUT_OF_MEMORY && !capturing()) {
             // nothing cached to give back: one retry once the stream's work (and other streams'
-            // frees) has landed, for a failure that has passed by then
-            GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(),
-                          to_mib(used_ + bytes - mapped_));
+            // frees) has landed, for a failure that has passed by then, then the transient retries
+            GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(growth));
             st = synchronize();
             if (st == OK) {
-                st = grow(used_ + bytes - mapped_);
+                st = grow(growth);
                 GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
             } else {
                 driver_failed(); // the failed growth is what the caller reports
+                st = OUT_OF_MEMORY;
             }
+            if (st == OUT_OF_MEMORY) {
+                st = retry_transient([&] { return grow(growth); });
+            }
+            if (st == OUT_OF_MEMORY) {
+                GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
+                             "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
+                             name(), to_mib(bytes), to_mib(growth), to_mib(mapped_), to_mib(stats_.live_bytes),
+                             TRANSIENT_RETRIES);
+            }
+        } else if (st == OUT_OF_MEMORY) {
+            GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
+                         "memory, and no retry is legal there", name(), to_mib(bytes), to_mib(growth));
         }
         if (st != OK) {
             return st;

@@ -3,8 +3,10 @@
 #include "log.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <thread>
 
 namespace gcp {
 
@@ -125,6 +127,13 @@ void pool::pin_release(uint64_t graph) {
     }
     graphs_.erase(it);
     on_unpinned();
+}
+
+void pool::pause_before_retry(int attempt) const {
+    const uint32_t us = drv_.transient_pause_us();
+    if (us != 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(us) << (attempt - 1)));
+    }
 }
 
 status pool::synchronize() {

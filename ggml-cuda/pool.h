@@ -94,6 +94,36 @@ class pool {
         }
         return round_up(bytes, rounding);
     }
+    // A refusal may pass by itself (frees landing on other streams, another process giving memory
+    // back): up to TRANSIENT_RETRIES more attempts, each after a pause that doubles from the
+    // driver's (1 ms on a real device: 1 + 2 + 4 = 7 ms in all, so a refusal that persists still
+    // reaches the caller promptly) and a synchronize of the stream. None during a capture, where
+    // no synchronize is legal. The last attempt's status; a failed one's error is cleared.
+    static constexpr int TRANSIENT_RETRIES = 3;
+    template <typename F> status retry_transient(F && attempt) {
+        if (capturing()) {
+            return OUT_OF_MEMORY;
+        }
+        status st = OUT_OF_MEMORY;
+        for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
+            pause_before_retry(i);
+            st = synchronize();
+            if (st != OK) {
+                driver_failed(); // the caller reports the allocation that failed
+                return OUT_OF_MEMORY;
+            }
+            st = attempt();
+            if (st == OK) {
+                GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", name(), i,
+                              TRANSIENT_RETRIES);
+            } else {
+                driver_failed(); // the next attempt or the caller's line says how it ends
+            }
+        }
+        return st;
+    }
+    void pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
     void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
     // the same, for a failure that the caller's own lines report or that changes nothing

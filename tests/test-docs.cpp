@@ -49,7 +49,8 @@ TEST(Docs, AOneShotFaultFiresOnTheCallsReadmeNames) {
             below[call] = ggml_cpool_driver_calls(device.drv, call);
         }
         ggml_cpool_driver_t fault = nullptr;
-        ASSERT_EQ(ggml_cpool_driver_fault_create(device.drv, "oneshot=1MiB", &fault), GGML_CPOOL_STATUS_OK);
+        // a fresh pool holds nothing to give back, which oneshot= waits for and oneshot-any= does not
+        ASSERT_EQ(ggml_cpool_driver_fault_create(device.drv, "oneshot-any=1MiB", &fault), GGML_CPOOL_STATUS_OK);
         ggml_cpool_ctx_t ctx    = make_ctx(fault, kind);
         ggml_cpool_t     pool   = pool_of(ctx);
         void *           ptr    = nullptr;

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "sweep-workload.h"
 
+#include <chrono>
 #include <cstdio>
 #include <tuple>
 #include <vector>
@@ -66,20 +67,79 @@ TEST_P(Faults, OneShotAtSizeFailsTheFirstLargeEnoughAllocationOnce) {
     release(pool_, below);
 }
 
+// the allocating call of the pool kind, for fail=<call>:<k> specs
+std::string failing(ggml_cpool_kind kind, const std::string & ks) {
+    std::string call = kind == GGML_CPOOL_KIND_VMM ? "create" : "malloc", spec;
+    for (size_t start = 0; start < ks.size();) {
+        size_t end = ks.find(',', start);
+        end        = end == std::string::npos ? ks.size() : end;
+        spec += (spec.empty() ? "" : ";") + ("fail=" + call + ":") + ks.substr(start, end - start);
+        start = end + 1;
+    }
+    return spec;
+}
+
+// oneshot=<size> waits for a miss made while the pool holds memory it could give back, so the
+// recovery it tests has something to recover: the seed's LRU reclaim for the legacy kind
+TEST_P(Faults, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=1MiB"), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    buf         large = alloc(pool_, 32 * MiB); // a miss of an empty pool: nothing to give back
+    buf         first = alloc(pool_, 2 * MiB);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 0u);
+    release(pool_, first);
+    buf second = alloc(pool_, 4 * MiB); // a miss with the first buffer's memory held (within the headroom)
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 1u);
+    EXPECT_EQ(stats_of(pool_).oom_returned, 0u);
+    if (kind_ == GGML_CPOOL_KIND_LEGACY) {
+        EXPECT_EQ(log.count("trying LRU-style reclaim"), 1u);
+        EXPECT_EQ(log.count("retry succeeded after reclaiming"), 1u);
+    }
+    release(pool_, second);
+    release(pool_, large);
+}
+
 TEST_P(Faults, KthCallOfAKindFails) {
-    // the second call and the retry that follows it fail
-    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, cached_kind() ? "fail=malloc:2;fail=malloc:3"
-                                                                 : "fail=create:2;fail=create:3"),
-              GGML_CPOOL_STATUS_OK);
+    // the second call, the retry after a synchronize and the three transient retries fail
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "2,3,4,5,6").c_str()), GGML_CPOOL_STATUS_OK);
     buf    a = alloc(pool_, 4 * MiB);
     void * p = nullptr;
     size_t actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 16 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY)
         << "nothing cached to reclaim: the status reaches the caller";
-    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 2u);
-    buf b = alloc(pool_, 16 * MiB); // the fourth call goes through
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 5u);
+    buf b = alloc(pool_, 16 * MiB); // the seventh call goes through
     release(pool_, b);
     release(pool_, a);
+}
+
+// three refusals in a row with nothing cached (prob=...;limit=3 in llama.cpp): the retries
+// outlast them, and the caller never sees a status
+TEST_P(Faults, TransientRefusalsAreOutlastedByTheRetries) {
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "1,2,3").c_str()), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    buf         a = alloc(pool_, 4 * MiB);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 3u);
+    EXPECT_EQ(stats_of(pool_).oom_returned, 0u);
+    EXPECT_EQ(log.count("retry 2 of 3 after a pause and a synchronize succeeded"), 1u);
+    EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty()) << "a refusal that passed is no warning";
+    release(pool_, a);
+}
+
+// a refusal that persists still reaches the caller, promptly: the retries pause 7 ms in all on a
+// real device and not at all on the sim
+TEST_P(Faults, APersistentRefusalReturnsOutOfMemoryPromptly) {
+    constexpr auto PROMPTLY = std::chrono::milliseconds(500);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "1+").c_str()), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    void *      p      = nullptr;
+    size_t      actual = 0;
+    const auto  t0     = std::chrono::steady_clock::now();
+    EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, PROMPTLY);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 5u) << "the call, the retry after a synchronize, three retries";
+    EXPECT_EQ(log.lines(GGML_CPOOL_LOG_WARN).size(), 1u) << "one line for the failed allocation";
+    expect_consistent(pool_);
 }
 
 TEST_P(Faults, EveryCallFailingLeavesThePoolUsable) {
@@ -202,14 +262,14 @@ TEST_P(VmmFaults, AnUnmapWhoseReleaseFailsMovesTheGenerationAtOnce) {
 
 TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
     clean_env  env;
-    scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot=1MiB");
+    scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot-any=1MiB");
     ggml_cpool_ctx_t ctx  = make_ctx(inner_, kind_);
     ggml_cpool_t     pool = pool_of(ctx);
     void *           p    = nullptr;
     size_t           actual = 0;
     log_capture      log;
     EXPECT_EQ(ggml_cpool_alloc(pool, 2 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK)
-        << "nothing cached: the pool's one retry is served";
+        << "nothing cached (oneshot-any fires anyway): the pool's one retry is served";
     EXPECT_EQ(ggml_cpool_driver_faults_fired(ggml_cpool_ctx_driver(ctx)), 1u);
     EXPECT_EQ(log.count("injected one-shot reclaim test at 2\\.\\d\\d MiB"), 1u);
     EXPECT_EQ(ggml_cpool_free(pool, p, actual), GGML_CPOOL_STATUS_OK);
