@@ -3,7 +3,7 @@
 test-backend-ops pass counts, greedy outputs, fault runs, llama-bench t/s per configuration with
 a 95% bootstrap interval of the ratio of medians to ggml's pools, each pool's statistics
 (GGML_CUDA_POOL_STATS lines, one per pool at its destruction), each context's CUDA graph counts,
-peak total device memory, and speculative decoding.
+peak total device memory, speculative decoding, and runs under memory pressure.
 
 The k-th backend context of a llama-bench run belongs to its k-th test, since llama-bench makes
 one llama context per test: the stats lines name their context (session=k), which maps them.
@@ -286,6 +286,60 @@ def speculative(results):
     print()
 
 
+EVAL_SPEED = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
+
+
+def pressure_cell(results, tag, reference):
+    """a run under pressure: completed (and whether its text is the unconstrained one) or aborted"""
+    log = read(os.path.join(results, tag + ".log"))
+    rc = re.findall(r"exit (\d+)", log)
+    if not rc or rc[-1] != "0":
+        if "ggml-cuda-pool: alloc on device" in log:
+            return "aborted: the pool's allocation"
+        where = re.search(r"current device: \d+, in function (\w+)", log)
+        return f"aborted: out of memory in {where.group(1)}" if where else "aborted"
+    text = read(os.path.join(results, tag + ".txt"))
+    speed = [m.group(1) for m in EVAL_SPEED.finditer(log)]
+    counts = defaultdict(int)
+    for ps in stats_lines(os.path.join(results, tag + ".stats")).values():
+        for kv in ps:
+            for k in ("lru_reclaims", "flushes"):
+                counts[k] += int(kv.get(k, 0))
+    same = "same text" if text == reference else "OTHER TEXT"
+    recoveries = "".join(f", {k.replace('lru_', '')} {n}" for k, n in counts.items() if n)
+    return f"ok, {same}, {float(speed[-1]):.0f} t/s{recoveries}" if speed else f"ok, {same}{recoveries}"
+
+
+def pressure(results):
+    fixed_path = os.path.join(results, "pressure-fixed.txt")
+    if not os.path.exists(fixed_path):
+        return
+    fixed = dict(zip(*[iter(read(fixed_path).split())] * 2))
+    reference = read(os.path.join(results, "pressure-free.txt"))
+    runs = defaultdict(dict)  # config -> H -> cell
+    for path in glob.glob(os.path.join(results, "pressure-*-h*.log")):
+        m = re.match(r"pressure-(.+)-h(\d+)\.log", os.path.basename(path))
+        if m:
+            runs[m.group(1)][int(m.group(2))] = pressure_cell(results, path[len(results) + 1:-4], reference)
+    heads = sorted({h for v in runs.values() for h in v}, reverse=True)
+    print(f"### under memory pressure: free memory S + H MiB, S = {fixed['fixed_mib']} MiB (the unconstrained "
+          f"run's peak less its pools' peak of {fixed['pools_mib']} MiB); llama-completion 8b-q8_0, 32k context; "
+          "- where a higher H failed already\n")
+    print("| configuration | " + " | ".join(f"H = {h}" for h in heads) + " |")
+    print("|---|" + "---|" * len(heads))
+    for c in sorted(runs, key=lambda c: (not c.startswith(BASELINE), c)):
+        print(f"| {c} | " + " | ".join(runs[c].get(h, "-") for h in heads) + " |")
+    print()
+    rows = []
+    for path in sorted(glob.glob(os.path.join(results, "cotenant-*-h*.log"))):
+        m = re.match(r"cotenant-(.+)-h(\d+)\.log", os.path.basename(path))
+        loads = read(path[:-4] + ".loads").splitlines() if os.path.exists(path[:-4] + ".loads") else []
+        rows.append((m.group(1), m.group(2), pressure_cell(results, path[len(results) + 1:-4], reference),
+                     sum(l.endswith("exit 0") for l in loads), len(loads)))
+    table("beside a co-tenant loading and unloading a second model (1b-q8_0), its peak added to what stays free",
+          ["configuration", "H MiB", "outcome", "co-tenant loads ok", "of"], rows, "| %s | %s | %s | %d | %d |")
+
+
 def main():
     results = sys.argv[1] if len(sys.argv) > 1 else "/tmp/llama-work/results"
     ops(results)
@@ -293,6 +347,7 @@ def main():
     bench(results)
     memory(results)
     speculative(results)
+    pressure(results)
 
 
 if __name__ == "__main__":

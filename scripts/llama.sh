@@ -25,6 +25,10 @@
 #             buffer lines (-v)
 #   speculative  llama-speculative-simple, 1b-f16 target + 1b-q8_0 draft (two contexts in one
 #             process), graphs on: the text per configuration and t/s, rounds interleaved
+#   pressure  another process holds the GPU's memory but for S + H MiB (S: what llama.cpp needs
+#             besides its pools); llama-completion, 8b-q8_0 into a 32k context, per configuration at
+#             H stepping down until it fails; then each beside a co-tenant loading and unloading a
+#             second model
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
 #   summary   the tables (scripts/llama-summary.py)
 #
@@ -48,7 +52,12 @@
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
 # SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
-# call resumes), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none).
+# call resumes), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none),
+# PRESSURE_CONFIGS (ggml ggml-legacy and the module kinds), PRESSURE_HEADROOM (H in MiB, from high to
+# low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
+# PRESSURE_MODEL (8b-q8_0), PRESSURE_TOKENS (64), PRESSURE_COTENANT_HEADROOM (64), PRESSURE_ARGS
+# (more llama-completion arguments), PRESSURE_PROMPT_REPEAT (600), PRESSURE_MODULE_LOADING (LAZY,
+# CUDA's default: kernels load on first use and take device memory then; EAGER loads them all first).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${LLAMA_WORK:-/tmp/llama-work}
@@ -297,11 +306,107 @@ step_speculative() {
             local tag="spec-$(tag_of "$c")-r$r"
             [ -s "$RESULTS/$tag.log" ] && continue
             env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
-                "$BIN/llama-speculative-simple" -m "$MODELS/1b-f16.gguf" -md "$MODELS/1b-q8_0.gguf" -p "$PROMPT" \
+                "$BIN/llama-speculative-simple" --spec-type draft-simple -m "$MODELS/1b-f16.gguf" -md "$MODELS/1b-q8_0.gguf" -p "$PROMPT" \
                 -n "$tokens" --temp 0 --seed 1 --ignore-eos -ngl 99 -ngld 99 -fa on -c 4096 \
                 >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
             say "speculative round $r: $c: exit $? $(grep -ao 'decoded.*' "$RESULTS/$tag.log" | head -1)"
         done
+    done
+}
+
+# memory pressure: another process (scripts/hold-memory.cu) holds the GPU's memory so that only
+# S + H MiB stay free, S being what llama-completion needs besides its pools (model, KV cache,
+# compute buffers, the CUDA context: the peak of an unconstrained PRESSURE_BASE run less its pools'
+# peak); each configuration generates into a 32k context at H stepping down until it fails. The
+# co-tenant case: a second llama-completion (1b-q8_0) loads, generates and exits over and over
+# beside it, with its own peak added to what stays free.
+PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 6000 tokens of prompt
+
+pressure_run() {
+    local tag=$1 config=$2 free=$3
+    local hold=""
+    if [ "$free" -gt 0 ]; then
+        "$WORK/hold-memory" "$free" >"$RESULTS/$tag.hold" 2>&1 &
+        hold=$!
+        for _ in $(seq 1 100); do grep -qs holding "$RESULTS/$tag.hold" && break; sleep 0.1; done
+        grep -qs holding "$RESULTS/$tag.hold" || { kill "$hold" 2>/dev/null; die "hold-memory did not start"; }
+    fi
+    local smi
+    nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/$tag.smi" &
+    smi=$!
+    env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
+        GGML_CUDA_POOL_LOG=info CUDA_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-LAZY} "$BIN/llama-completion" -m "$MODELS/${PRESSURE_MODEL:-8b-q8_0}.gguf" \
+        -f "$WORK/pressure-prompt.txt" -n "${PRESSURE_TOKENS:-64}" --temp 0 --seed 1 --ignore-eos -no-cnv -ngl 99 \
+        -fa on -ctk q8_0 -ctv q8_0 -c 32768 ${PRESSURE_ARGS:-} >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
+    echo "exit $?" >>"$RESULTS/$tag.log"
+    kill "$smi" 2>/dev/null
+    wait "$smi" 2>/dev/null
+    [ -n "$hold" ] && { kill "$hold" 2>/dev/null; wait "$hold" 2>/dev/null; }
+}
+
+# a second llama-completion on the GPU, over and over, until the file $1 goes away
+cotenant_loop() {
+    local flag=$1 n=0
+    while [ -e "$flag" ]; do
+        CUDA_VISIBLE_DEVICES=$GPU "$BIN/llama-completion" -m "$MODELS/1b-q8_0.gguf" -p "$PROMPT" -n 16 --temp 0 \
+            --seed 1 -no-cnv -ngl 99 -c 2048 >/dev/null 2>&1
+        echo "load $((++n)) exit $?" >>"$flag.loads"
+    done
+}
+
+step_pressure() {
+    command -v nvcc >/dev/null || die "nvcc builds hold-memory"
+    [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
+    [ -s "$WORK/pressure-prompt.txt" ] ||
+        for _ in $(seq 1 $PRESSURE_PROMPT_REPEAT); do printf '%s. ' "$PROMPT"; done >"$WORK/pressure-prompt.txt"
+    local base=${PRESSURE_BASE:-ggml-legacy} idle
+    idle=$(nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    local total
+    total=$(nvidia-smi -i "$GPU" --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+    [ -s "$RESULTS/pressure-free.txt" ] || pressure_run pressure-free "$base" 0
+    local peak pools fixed
+    peak=$(sort -n "$RESULTS/pressure-free.smi" | tail -1)
+    pools=$(grep -ao 'peak_reserved_mib=[0-9.]*' "$RESULTS/pressure-free.stats" | cut -d= -f2 |
+        awk '{ s += $1 } END { printf "%.0f", s }')
+    fixed=$((peak - idle - pools))
+    say "pressure: $base unconstrained peaks at $((peak - idle)) MiB above idle, its pools at $pools MiB: S = $fixed MiB"
+    echo "idle_mib $idle total_mib $total peak_mib $peak pools_mib $pools fixed_mib $fixed" >"$RESULTS/pressure-fixed.txt"
+    local configs=${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}
+    for c in $configs; do
+        for h in ${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}; do
+            local tag="pressure-$(tag_of "$c")-h$h"
+            [ -s "$RESULTS/$tag.log" ] || pressure_run "$tag" "$c" $((fixed + h))
+            local rc
+            rc=$(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1)
+            say "pressure: $c H=$h MiB: $rc"
+            [ "$rc" = "exit 0" ] || break # lower H fails as well
+        done
+    done
+    # the co-tenant: a second model loading and unloading beside each configuration
+    local co_h=${PRESSURE_COTENANT_HEADROOM:-64}
+    [ -s "$RESULTS/cotenant-free.txt" ] || {
+        local flag=$WORK/cotenant-measure
+        nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/cotenant-free.smi" &
+        local smi=$!
+        touch "$flag"; rm -f "$flag.loads"; cotenant_loop "$flag" & local loop=$!
+        sleep 8; rm -f "$flag"; wait "$loop"; kill "$smi"; wait "$smi" 2>/dev/null
+        echo "peak_mib $(( $(sort -n "$RESULTS/cotenant-free.smi" | tail -1) - idle ))" >"$RESULTS/cotenant-free.txt"
+    }
+    local co_peak
+    co_peak=$(awk '{print $2}' "$RESULTS/cotenant-free.txt")
+    for c in $configs; do
+        local tag="cotenant-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$c
+        [ -s "$RESULTS/$tag.log" ] && continue
+        touch "$flag"; rm -f "$flag.loads"
+        "$WORK/hold-memory" $((fixed + co_h + co_peak)) >"$RESULTS/$tag.hold" 2>&1 &
+        local hold=$!
+        for _ in $(seq 1 100); do grep -qs holding "$RESULTS/$tag.hold" && break; sleep 0.1; done
+        cotenant_loop "$flag" &
+        local loop=$!
+        pressure_run "$tag" "$c" 0
+        rm -f "$flag"; wait "$loop"; kill "$hold"; wait "$hold" 2>/dev/null
+        mv "$flag.loads" "$RESULTS/$tag.loads"
+        say "co-tenant: $c H=$co_h MiB (+$co_peak MiB for the co-tenant): $(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1), co-tenant loads $(grep -c 'exit 0' "$RESULTS/$tag.loads") ok of $(grep -c . "$RESULTS/$tag.loads")"
     done
 }
 
@@ -324,7 +429,7 @@ step_summary() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative trace summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative pressure trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"
