@@ -33,33 +33,43 @@ class live_set {
         count_++;
     }
 
-    // the recorded size, or nullptr when ptr is not in the set
-    const size_t * find(const void * ptr) const {
+    static constexpr size_t NONE = SIZE_MAX;
+
+    // the slot holding ptr, or NONE: a free looks it up once, then checks and erases by slot
+    size_t slot_of(const void * ptr) const {
         if (slots_.empty() || ptr == nullptr) { // nullptr marks an empty slot, never a buffer
-            return nullptr;
+            return NONE;
         }
         for (size_t i = home(ptr);; i = (i + 1) & mask_) {
             if (slots_[i].ptr == ptr) {
-                return &slots_[i].size;
+                return i;
             }
             if (slots_[i].ptr == nullptr) {
-                return nullptr;
+                return NONE;
             }
         }
+    }
+    // the size recorded in a slot slot_of returned
+    size_t size_at(size_t slot) const { return slots_[slot].size; }
+
+    // the recorded size, or nullptr when ptr is not in the set
+    const size_t * find(const void * ptr) const {
+        const size_t i = slot_of(ptr);
+        return i == NONE ? nullptr : &slots_[i].size;
     }
 
     // false when ptr is not in the set
     bool erase(const void * ptr) {
-        if (slots_.empty() || ptr == nullptr) {
+        const size_t i = slot_of(ptr);
+        if (i == NONE) {
             return false;
         }
-        size_t i = home(ptr);
-        while (slots_[i].ptr != ptr) {
-            if (slots_[i].ptr == nullptr) {
-                return false;
-            }
-            i = (i + 1) & mask_;
-        }
+        erase_at(i);
+        return true;
+    }
+
+    // empties a slot slot_of returned
+    void erase_at(size_t i) {
         // backward shift: pull later entries of the run into the hole when their home allows it
         for (size_t j = (i + 1) & mask_; slots_[j].ptr != nullptr; j = (j + 1) & mask_) {
             size_t h = home(slots_[j].ptr);
@@ -70,7 +80,6 @@ class live_set {
         }
         slots_[i] = {};
         count_--;
-        return true;
     }
 
     size_t size() const { return count_; }

@@ -65,7 +65,10 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
         stats_.hits++;
         return OK;
     }
+    return miss(r, ptr, actual);
+}
 
+status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     stats_.misses++;
     const size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
@@ -256,6 +259,13 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 
 void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
+    if ((!growing_out_.empty() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
+        return;
+    }
+    bins_.put(ptr, actual, clock_); // within the room its bin kept
+}
+
+bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
     auto growing = std::find(growing_out_.begin(), growing_out_.end(), ptr);
     if (growing != growing_out_.end()) {
         growing_out_.erase(growing);
@@ -263,7 +273,7 @@ void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
         if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
             bins_.forget_out(actual);
             growth_.push_back({ ptr, actual, clock_ }); // within the room take_growing made
-            return;
+            return true;
         }
     }
     if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
@@ -273,13 +283,13 @@ void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
         if (st == OK) {
             bins_.forget_out(actual);
             on_driver_free(actual);
-            return;
+            return true;
         }
         // kept cached past the limit: still accounted, and the next flush tries again
         driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p failed (%s); kept cached", ptr,
                       ggml_cpool_status_str(st));
     }
-    bins_.put(ptr, actual, clock_); // within the room its bin kept
+    return false;
 }
 
 status pool_legacy::trim() {

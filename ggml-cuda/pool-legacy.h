@@ -48,6 +48,11 @@ class pool_legacy final : public pool {
     size_t cached_bytes() const override;
 
   private:
+    // out of line, so that the hit paths stay short: a request no cached buffer holds; a free
+    // that may not go to the cache (a growing buffer, or the cache is full), false when it may
+    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
+    GCP_NOINLINE bool   set_aside(void * ptr, size_t actual) noexcept;
+
     // what release_oldest may give back: cached buffers outside the growth reserve that no
     // captured graph pins (the headroom rule); every unpinned one (out-of-memory recovery, trim);
     // every one (destruction)

@@ -75,11 +75,7 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, si
     return OK;
 }
 
-void pool::record(void * ptr, size_t actual) {
-    live_.insert(ptr, actual); // within the room alloc made
-    if (pinning_ == 0) {
-        return;
-    }
+void pool::pin_live(void * ptr, size_t actual) {
     try {
         // everything that allocates first: the graph's list then never holds a buffer that
         // was not handed out
@@ -97,18 +93,18 @@ void pool::record(void * ptr, size_t actual) {
 }
 
 status pool::free(void * ptr, size_t actual) {
-    const size_t * recorded = live_.find(ptr);
-    if (recorded == nullptr) {
+    const size_t at = live_.slot_of(ptr);
+    if (at == live_set::NONE) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
         return INVALID_ARGUMENT;
     }
-    if (*recorded != actual) {
+    if (live_.size_at(at) != actual) {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      *recorded);
+                      live_.size_at(at));
         return INVALID_ARGUMENT;
     }
-    live_.erase(ptr);
+    live_.erase_at(at);
     stats_.live_bytes -= actual;
     do_free(ptr, actual); // cannot fail: alloc made room for this buffer to come back
     return OK;

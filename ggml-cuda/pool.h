@@ -11,6 +11,13 @@
 #include <unordered_map>
 #include <vector>
 
+// a cold path kept out of the function that calls it: the hit path then saves fewer registers
+#if defined(__GNUC__)
+#    define GCP_NOINLINE __attribute__((noinline))
+#else
+#    define GCP_NOINLINE
+#endif
+
 namespace gcp {
 
 // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
@@ -175,8 +182,16 @@ class pool {
     ggml_cpool_stats stats_{};
 
   private:
-    // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then
-    void record(void * ptr, size_t actual);
+    // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then.
+    // Inline: outside pin mode it is one insert, on every hit
+    void record(void * ptr, size_t actual) {
+        live_.insert(ptr, actual); // within the room alloc made
+        if (pinning_ != 0) {
+            pin_live(ptr, actual);
+        }
+    }
+    // pins a buffer just recorded as live; may throw, forgetting it then
+    void pin_live(void * ptr, size_t actual);
 
     live_set                           live_; // ptr -> actual size
     uint64_t                           pinning_ = 0;

@@ -1,7 +1,10 @@
 #pragma once
 // The legacy pool's buffers by size: one bin per distinct buffer size, kept sorted, each holding
 // a stack of the cached buffers of that size. Best fit is the first bin at or above the request
-// that holds one: a binary search, then a bitmap of the bins that hold any. A bin counts the
+// that holds one: a binary search over the bins' sizes (a dense array of their own, so the search
+// touches a few cache lines), then a bitmap of the bins that hold any. A buffer usually comes back
+// to the bin it was last taken from (ggml frees in the reverse order it allocates), which put()
+// checks before it searches. A bin counts the
 // buffers of its size that are out (handed to the consumer) and keeps room for every one of them,
 // so a buffer comes back without an allocation: only reserve() and take() on the allocating path
 // grow anything. A bin goes when its last buffer, cached or out, goes back to the driver.
@@ -34,8 +37,11 @@ class size_bins {
         bin          fresh{ size, 1, {} };
         fresh.stack.reserve(1);
         grow(bins_, bins_.size() + 1);
+        grow(sizes_, bins_.size() + 1);
         grow(marks_, words(bins_.size() + 1));
-        bins_.insert(bins_.begin() + std::ptrdiff_t(at), std::move(fresh)); // within capacity: cannot throw
+        // within capacity: cannot throw
+        bins_.insert(bins_.begin() + std::ptrdiff_t(at), std::move(fresh));
+        sizes_.insert(sizes_.begin() + std::ptrdiff_t(at), size);
         remark();
     }
 
@@ -48,8 +54,9 @@ class size_bins {
         if (i >= bins_.size()) {
             return false;
         }
-        bin & b = bins_[i];
-        *out    = b.stack.back();
+        bin & b     = bins_[i];
+        last_taken_ = i;
+        *out        = b.stack.back();
         b.stack.pop_back();
         b.out++;
         count_--;
@@ -62,7 +69,9 @@ class size_bins {
 
     // a buffer that was out comes back (never allocates)
     void put(void * ptr, size_t size, uint64_t last_use) {
-        auto it = lower(size);
+        // sizes are unique across bins, so a hint that names a bin of this size names the right one
+        auto it = last_taken_ < bins_.size() && sizes_[last_taken_] == size ? bins_.begin() + std::ptrdiff_t(last_taken_) :
+                                                                               lower(size);
         it->stack.push_back({ ptr, size, last_use }); // room kept since it went out
         it->out--;
         count_++;
@@ -87,8 +96,7 @@ class size_bins {
         count_--;
         bytes_ -= size;
         if (it->stack.empty() && it->out == 0) {
-            bins_.erase(it);
-            remark();
+            erase(it);
         } else if (it->stack.empty()) {
             unmark(size_t(it - bins_.begin()));
         }
@@ -124,15 +132,32 @@ class size_bins {
         }
     }
 
+    // the first bin of at least `size` (bins_.end() when none), without a branch per step
     std::vector<bin>::iterator lower(size_t size) {
-        return std::lower_bound(bins_.begin(), bins_.end(), size, [](const bin & b, size_t s) { return b.size < s; });
+        size_t n = sizes_.size();
+        if (n == 0) {
+            return bins_.end();
+        }
+        const size_t * base = sizes_.data();
+        while (n > 1) {
+            const size_t half = n / 2;
+            base              = base[half - 1] < size ? base + half : base;
+            n -= half;
+        }
+        const size_t at = size_t(base - sizes_.data()) + (*base < size ? 1 : 0);
+        return bins_.begin() + std::ptrdiff_t(at);
+    }
+
+    void erase(std::vector<bin>::iterator it) {
+        sizes_.erase(sizes_.begin() + (it - bins_.begin()));
+        bins_.erase(it);
+        remark();
     }
 
     void drop_out(std::vector<bin>::iterator it) {
         it->out--;
         if (it->out == 0 && it->stack.empty()) {
-            bins_.erase(it);
-            remark();
+            erase(it);
         }
     }
 
@@ -163,9 +188,11 @@ class size_bins {
     }
 
     std::vector<bin>      bins_;  // ascending sizes
+    std::vector<size_t>   sizes_; // bins_[i].size, for the search
     std::vector<uint64_t> marks_; // bit i: bins_[i] holds a cached buffer
     size_t                count_ = 0;
     size_t                bytes_ = 0;
+    size_t                last_taken_ = SIZE_MAX; // the bin take() took from last: a hint only
 };
 
 } // namespace gcp
