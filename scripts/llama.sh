@@ -11,7 +11,8 @@
 #   models    random-weight Llama models (scripts/llama-model.py): 1B f16 and q8_0, 8B q8_0 (LLAMA_MODELS)
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
-#   faults    per module kind: a one-shot fault and a prob= fault; reclaim lines, the same tokens
+#   faults    per module kind: a one-shot fault and a prob= fault (reclaim lines, the same tokens),
+#             and a persistent one (the adapter's out-of-memory message)
 #   soak      per module kind: a long generation under random faults (same tokens or the adapter's
 #             clear out-of-memory message)
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
@@ -205,15 +206,18 @@ step_complete() {
 step_faults() {
     local tokens=${GEN_TOKENS:-64} spec
     for k in $(module_kinds); do
-        for f in oneshot prob; do
-            [ -s "$RESULTS/completion-$k-$f.txt" ] && continue
+        for f in oneshot prob persistent; do
+            [ -s "$RESULTS/completion-$k-$f.log" ] && continue
             case $f in
                 oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
                 prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
+                # every allocation refused: the retries cannot help, the adapter's message ends it
+                persistent) spec="fail=$(alloc_call "$k"):1+" ;;
             esac
             say "faults: $k with $spec, exit $(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" \
                 GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
-            grep -hE 'injected|reclaim|retry|retrying|freeing all' "$RESULTS/completion-$k-$f.log" | head -6
+            grep -hE 'injected|reclaim|retry|retrying|freeing all|ggml-cuda-pool: alloc' "$RESULTS/completion-$k-$f.log" |
+                head -6
         done
     done
     md5sum "$RESULTS"/completion-*.txt | sed "s|$RESULTS/||"
