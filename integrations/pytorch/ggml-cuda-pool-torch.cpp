@@ -1,0 +1,144 @@
+// The library PyTorch loads: one allocator (torch-allocator.h) over one module context on the
+// cuda driver for the whole process, made at the first allocation. It is never destroyed:
+// PyTorch frees tensors until the interpreter is gone, and the process's exit takes the device
+// memory back.
+
+#include "ggml-cuda-pool-torch.h"
+
+#include "torch-allocator.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char * ENV_POOL  = "GGML_CUDA_POOL";       // the kind (unset: legacy, torch-allocator.h)
+constexpr const char * ENV_STATS = "GGML_CUDA_POOL_STATS"; // 1: the lines at exit on stderr; a path: appended there
+constexpr const char * STDERR    = "-";
+
+std::atomic<gcp_torch::torch_allocator *> made{ nullptr }; // for the report, which makes nothing
+
+void log_line(const char * line) {
+    fprintf(stderr, "%s\n", line);
+}
+
+// PyTorch's streams are the runtime's; synchronizing one needs no current device
+bool wait_stream(int device, void * stream) {
+    cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) {
+        (void) cudaGetLastError(); // reported here, not against the next kernel launch
+        fprintf(stderr, "ggml-cuda-pool-torch: synchronizing stream %p on device %d failed: %s\n", stream, device,
+                cudaGetErrorString(e));
+        return false;
+    }
+    return true;
+}
+
+// where GGML_CUDA_POOL_STATS sends the lines at exit: "" nowhere, "-" stderr, else a file
+std::string stats_target() {
+    const char * v = getenv(ENV_STATS);
+    if (v == nullptr || *v == '\0' || strcmp(v, "0") == 0) {
+        return "";
+    }
+    return strcmp(v, "1") == 0 ? STDERR : v;
+}
+
+int write_lines(const char * where) {
+    gcp_torch::torch_allocator * a = made.load();
+    if (a == nullptr) {
+        return 0;
+    }
+    try {
+        std::vector<std::string> lines = a->stats_lines();
+        const bool               err   = strcmp(where, STDERR) == 0;
+        FILE *                   out   = err ? stderr : fopen(where, "a");
+        if (out == nullptr) {
+            fprintf(stderr, "ggml-cuda-pool-torch: cannot append the pool statistics to %s\n", where);
+            return -1;
+        }
+        for (const std::string & l : lines) {
+            fprintf(out, "%s\n", l.c_str());
+        }
+        if (!err && fclose(out) != 0) {
+            fprintf(stderr, "ggml-cuda-pool-torch: writing the pool statistics to %s failed\n", where);
+            return -1;
+        }
+        return int(lines.size());
+    } catch (const std::bad_alloc &) {
+        fprintf(stderr, "ggml-cuda-pool-torch: out of host memory for the pool statistics\n");
+        return -1;
+    }
+}
+
+void report_at_exit() {
+    const std::string where = stats_target();
+    (void) write_lines(where.c_str());
+}
+
+gcp_torch::torch_allocator * make_allocator() {
+    ggml_cpool_ctx_params params = gcp_torch::context_params(getenv(ENV_POOL));
+    ggml_cpool_ctx_t      ctx    = nullptr;
+    ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &ctx);
+    if (st != GGML_CPOOL_STATUS_OK) {
+        fprintf(stderr, "ggml-cuda-pool-torch: creating the pool context failed (%s: %s); every allocation returns NULL\n",
+                ggml_cpool_status_str(st), gcp_torch::module_reason());
+        return nullptr;
+    }
+    gcp_torch::torch_allocator * a = nullptr;
+    try {
+        a = new gcp_torch::torch_allocator(ctx, { cudaStreamLegacy, wait_stream, log_line });
+    } catch (const std::bad_alloc &) {
+        fprintf(stderr, "ggml-cuda-pool-torch: out of host memory for the allocator; every allocation returns NULL\n");
+        ggml_cpool_ctx_free(ctx);
+        return nullptr;
+    }
+    made.store(a);
+    // registered after the runtime's own exit handler (the context's creation initialized it), so it runs first
+    if (!stats_target().empty() && std::atexit(report_at_exit) != 0) {
+        fprintf(stderr, "ggml-cuda-pool-torch: cannot register the statistics at exit\n");
+    }
+    return a;
+}
+
+gcp_torch::torch_allocator * instance() {
+    static gcp_torch::torch_allocator * const a = make_allocator(); // once, whichever thread comes first
+    return a;
+}
+
+} // namespace
+
+extern "C" void * ggml_cuda_pool_torch_alloc(size_t size, int device, void * stream) {
+    if (size == 0) {
+        return nullptr;
+    }
+    gcp_torch::torch_allocator * a = instance();
+    if (a == nullptr) {
+        fprintf(stderr, "ggml-cuda-pool-torch: alloc of %zu bytes on device %d: no pool context; returning NULL\n",
+                size, device);
+        return nullptr;
+    }
+    return a->alloc(size, device, stream);
+}
+
+extern "C" void ggml_cuda_pool_torch_free(void * ptr, size_t size, int device, void * stream) {
+    gcp_torch::torch_allocator * a = made.load();
+    if (ptr == nullptr) {
+        return;
+    }
+    if (a == nullptr) {
+        fprintf(stderr, "ggml-cuda-pool-torch: free of %p before any allocation; ignored\n", ptr);
+        return;
+    }
+    a->free(ptr, size, device, stream);
+}
+
+extern "C" int ggml_cuda_pool_torch_report(const char * where) {
+    return write_lines(where != nullptr ? where : STDERR);
+}

@@ -1,0 +1,30 @@
+#pragma once
+
+// ggml-cuda-pool as PyTorch's CUDA allocator: the two functions
+// torch.cuda.memory.CUDAPluggableAllocator(path, "ggml_cuda_pool_torch_alloc",
+// "ggml_cuda_pool_torch_free") loads, over one module context for the whole process (created at
+// the first allocation; kind from GGML_CUDA_POOL, legacy where it is unset). Streams are
+// cudaStream_t, passed as void *. ggml_cuda_pool_torch.py installs it.
+
+#include <stddef.h>
+
+#if defined(_WIN32) && !defined(__MINGW32__)
+#    define GGML_CPOOL_TORCH_API __declspec(dllexport) extern
+#else
+#    define GGML_CPOOL_TORCH_API __attribute__ ((visibility ("default"))) extern
+#endif
+
+#ifdef  __cplusplus
+extern "C" {
+#endif
+
+// a buffer of `size` bytes on `device` for work on `stream`; NULL for 0 bytes, or on failure with one line on stderr
+GGML_CPOOL_TORCH_API void * ggml_cuda_pool_torch_alloc(size_t size, int device, void * stream);
+// gives a buffer back to the pool of its allocation's stream, after synchronizing `stream` if that is another one
+GGML_CPOOL_TORCH_API void   ggml_cuda_pool_torch_free (void * ptr, size_t size, int device, void * stream);
+// one statistics line per pool to `where` ("-": stderr; else a file, appended); the number of lines, -1 on failure
+GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_report(const char * where);
+
+#ifdef  __cplusplus
+}
+#endif

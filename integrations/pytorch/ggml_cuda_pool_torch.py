@@ -1,0 +1,103 @@
+"""ggml-cuda-pool as PyTorch's CUDA allocator.
+
+    from ggml_cuda_pool_torch import use_ggml_cuda_pool
+    use_ggml_cuda_pool("legacy")   # before the first CUDA allocation of the process
+
+Every CUDA allocation of the process then goes through libggml-cuda-pool-torch.so (built with
+the module, GGML_CPOOL_TORCH): one pool per (device, stream), the kind given here. report() writes
+one statistics line per pool; GGML_CUDA_POOL_STATS=1 (stderr) or =<file> writes them at exit.
+"""
+
+import ctypes
+import os
+import re
+import tempfile
+
+ALLOC_SYMBOL = "ggml_cuda_pool_torch_alloc"
+FREE_SYMBOL = "ggml_cuda_pool_torch_free"
+REPORT_SYMBOL = "ggml_cuda_pool_torch_report"
+LIBRARY_NAME = "libggml-cuda-pool-torch.so"
+LIBRARY_ENV = "GGML_CUDA_POOL_TORCH_LIBRARY"  # where the library is, when not next to this file
+KINDS = ("auto", "legacy", "plain", "vmm", "async")
+
+_installed = None  # (path, kind) once installed
+
+
+def find_library(library=None):
+    """The library's path: `library`, else GGML_CUDA_POOL_TORCH_LIBRARY, else next to this file
+    (the build copies this file there), else the default build directory of this checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [library] if library else [
+        os.environ.get(LIBRARY_ENV),
+        os.path.join(here, LIBRARY_NAME),
+        os.path.join(here, "..", "..", "build", "integrations", "pytorch", LIBRARY_NAME),
+    ]
+    for path in candidates:
+        if path and os.path.isfile(path):
+            return os.path.abspath(path)
+    raise FileNotFoundError(f"{LIBRARY_NAME} not found (looked at {[c for c in candidates if c]}); build it "
+                            f"(cmake option GGML_CPOOL_TORCH) or pass library= / set {LIBRARY_ENV}")
+
+
+def use_ggml_cuda_pool(kind, library=None):
+    """Makes the module PyTorch's CUDA allocator for the rest of the process. kind: one of KINDS,
+    or None to leave GGML_CUDA_POOL as the environment has it (unset: legacy). Must come before
+    the first CUDA allocation: PyTorch cannot change an allocator that has served one. Returns
+    the library's path."""
+    global _installed
+    import torch
+
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown pool kind {kind!r}: one of {', '.join(KINDS)}")
+    path = find_library(library)
+    if _installed is not None:
+        if _installed == (path, kind):
+            return path
+        raise RuntimeError(f"ggml-cuda-pool is already PyTorch's allocator ({_installed[1]}, {_installed[0]})")
+    if torch.cuda.is_initialized():
+        raise RuntimeError("CUDA is already initialized in this process, so PyTorch's allocator can no longer be "
+                           "replaced: call use_ggml_cuda_pool() before anything touches CUDA")
+    if kind is not None:
+        os.environ["GGML_CUDA_POOL"] = kind  # read by the library when it makes its context
+    allocator = torch.cuda.memory.CUDAPluggableAllocator(path, ALLOC_SYMBOL, FREE_SYMBOL)
+    torch.cuda.memory.change_current_allocator(allocator)
+    _installed = (path, kind)
+    return path
+
+
+def report(where="-"):
+    """Writes one statistics line per pool to `where` ("-": stderr, else a file, appended);
+    returns the number of lines."""
+    if _installed is None:
+        raise RuntimeError("use_ggml_cuda_pool() has not installed the library")
+    lib = ctypes.CDLL(_installed[0])  # the same handle PyTorch loaded: the same pools
+    lib.ggml_cuda_pool_torch_report.restype = ctypes.c_int
+    lib.ggml_cuda_pool_torch_report.argtypes = [ctypes.c_char_p]
+    n = lib.ggml_cuda_pool_torch_report(where.encode())
+    if n < 0:
+        raise OSError(f"writing the pool statistics to {where} failed")
+    return n
+
+
+_FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def parse_line(line):
+    """A statistics line as a dict: numbers as int or float, the rest as text."""
+    fields = {}
+    for key, value in _FIELD.findall(line):
+        try:
+            fields[key] = int(value)
+        except ValueError:
+            try:
+                fields[key] = float(value)
+            except ValueError:
+                fields[key] = value
+    return fields
+
+
+def pool_stats():
+    """Every pool's statistics now, one dict each (the fields of report()'s lines)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".stats") as f:
+        report(f.name)
+        return [parse_line(line) for line in f if line.startswith("ggml-cuda-pool stats:")]

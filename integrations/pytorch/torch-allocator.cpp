@@ -1,0 +1,188 @@
+#include "torch-allocator.h"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <new>
+#include <utility>
+
+namespace gcp_torch {
+
+namespace {
+
+constexpr double MiB         = 1024.0 * 1024.0;
+constexpr size_t LINE_LENGTH = 512;
+// PyTorch's caching allocator rounds every block to 512 bytes, so its tensors start 512-byte
+// aligned and kernels count on it (a cuBLAS workspace needs 256); the VMM pool packs blocks at
+// 128, so every request is rounded up to this before it reaches a pool
+constexpr size_t TORCH_ALIGNMENT = 512;
+
+} // namespace
+
+ggml_cpool_ctx_params context_params(const char * pool_env) {
+    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+    if (pool_env == nullptr || *pool_env == '\0') {
+        std::fill(std::begin(p.kind), std::end(p.kind), GGML_CPOOL_KIND_LEGACY);
+    }
+    return p;
+}
+
+torch_allocator::torch_allocator(ggml_cpool_ctx_t ctx, platform p) : ctx_(ctx), platform_(std::move(p)) {}
+
+void torch_allocator::say(const char * fmt, ...) const {
+    char    line[LINE_LENGTH];
+    int     n = snprintf(line, sizeof(line), "ggml-cuda-pool-torch: ");
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line + n, sizeof(line) - size_t(n), fmt, args);
+    va_end(args);
+    if (platform_.log) {
+        platform_.log(line);
+    }
+}
+
+int torch_allocator::slot_for(int device, void * stream, size_t size) {
+    int slot = slots_.find(device, stream);
+    if (slot >= 0) {
+        return slot;
+    }
+    slot = slots_.vacant(device);
+    if (slot < 0) {
+        say("alloc of %.2f MiB on device %d, stream %p: no stream slot left (all %d of the device's hold live "
+            "buffers of other streams); returning NULL",
+            size / MiB, device, stream, slot_map::SLOTS);
+        return -1;
+    }
+    // the slot's pool, if it has one, moves to the new stream once the old one is synchronized
+    ggml_cpool_status st = ggml_cpool_ctx_set_stream(ctx_, device, slot, stream);
+    if (st != GGML_CPOOL_STATUS_OK) {
+        say("alloc of %.2f MiB on device %d: binding stream %p to slot %d failed (%s: %s); returning NULL",
+            size / MiB, device, stream, slot, ggml_cpool_status_str(st), module_reason());
+        return -1;
+    }
+    slots_.bind(device, slot, stream);
+    return slot;
+}
+
+void * torch_allocator::alloc(size_t size, int device, void * stream) noexcept {
+    if (size == 0) {
+        return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!slot_map::valid_device(device)) {
+        say("alloc of %.2f MiB: device %d out of range (0..%d); returning NULL", size / MiB, device,
+            slot_map::DEVICES - 1);
+        return nullptr;
+    }
+    stream   = stream != nullptr ? stream : platform_.default_stream;
+    int slot = slot_for(device, stream, size);
+    if (slot < 0) {
+        return nullptr;
+    }
+    pool_use & use = uses_[device][slot];
+    if (use.pool == nullptr) {
+        ggml_cpool_status st = ggml_cpool_ctx_get_slot_pool(ctx_, device, slot, &use.pool);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            use.pool = nullptr;
+            say("alloc of %.2f MiB on device %d: no pool for slot %d (%s: %s); returning NULL", size / MiB, device,
+                slot, ggml_cpool_status_str(st), module_reason());
+            return nullptr;
+        }
+    }
+    if (size > SIZE_MAX - (TORCH_ALIGNMENT - 1)) {
+        say("alloc of %zu bytes on device %d: too large; returning NULL", size, device);
+        return nullptr;
+    }
+    const size_t      rounded = (size + TORCH_ALIGNMENT - 1) / TORCH_ALIGNMENT * TORCH_ALIGNMENT;
+    void *            ptr     = nullptr;
+    size_t            actual  = 0;
+    ggml_cpool_status st      = ggml_cpool_alloc(use.pool, rounded, 0, &ptr, &actual);
+    if (st != GGML_CPOOL_STATUS_OK) {
+        say("alloc of %.2f MiB on device %d failed (%s: %s); returning NULL", size / MiB, device,
+            ggml_cpool_status_str(st), module_reason());
+        return nullptr;
+    }
+    try {
+        live_.add(ptr, { use.pool, device, slot, stream, size, actual });
+    } catch (const std::bad_alloc &) {
+        (void) ggml_cpool_free(use.pool, ptr, actual); // a buffer just handed out: never refused
+        say("alloc of %.2f MiB on device %d: out of host memory for its record; returning NULL", size / MiB, device);
+        return nullptr;
+    }
+    slots_.hold(device, slot);
+    use.live_requested += size;
+    use.peak_requested = std::max(use.peak_requested, use.live_requested);
+    return ptr;
+}
+
+void torch_allocator::free(void * ptr, size_t size, int device, void * stream) noexcept {
+    if (ptr == nullptr) {
+        return;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const allocation *          found = live_.find(ptr);
+    if (found == nullptr) {
+        say("free of %p: not a live buffer of this allocator; ignored", ptr);
+        return;
+    }
+    const allocation a = *found;
+    if (size != a.size || device != a.device) {
+        say("free of %p: %zu bytes on device %d, but it was allocated with %zu bytes on device %d; kept live", ptr,
+            size, device, a.size, a.device);
+        return;
+    }
+    stream = stream != nullptr ? stream : platform_.default_stream;
+    if (freed_on_another_stream(a, stream)) {
+        // under the lock: rare (PyTorch passes the allocation's stream), and simplest to reason about
+        if (!platform_.wait_stream || !platform_.wait_stream(device, stream)) {
+            say("free of %p on stream %p (allocated on %p): that stream could not be synchronized, so the buffer "
+                "stays live rather than be reused under its work",
+                ptr, stream, a.stream);
+            return;
+        }
+        uses_[device][a.slot].cross_stream_frees++;
+    }
+    ggml_cpool_status st = ggml_cpool_free(a.pool, ptr, a.actual);
+    if (st != GGML_CPOOL_STATUS_OK) { // the record and the pool disagree: keep both as they are
+        say("free of %p: the pool refused it (%s: %s)", ptr, ggml_cpool_status_str(st), module_reason());
+        return;
+    }
+    live_.remove(ptr);
+    slots_.release(device, a.slot);
+    uses_[device][a.slot].live_requested -= size;
+}
+
+std::vector<std::string> torch_allocator::stats_lines() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::string>    lines;
+    for (int d = 0; d < slot_map::DEVICES; d++) {
+        for (int s = 0; s < slot_map::SLOTS; s++) {
+            const pool_use & use = uses_[d][s];
+            ggml_cpool_stats st{};
+            if (use.pool == nullptr || ggml_cpool_get_stats(use.pool, &st) != GGML_CPOOL_STATUS_OK) {
+                continue;
+            }
+            char line[LINE_LENGTH];
+            snprintf(line, sizeof(line),
+                     "ggml-cuda-pool stats: device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
+                     "driver_frees=%llu live_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f "
+                     "peak_requested_mib=%.2f syncs=%llu cross_stream_frees=%llu streams=%llu",
+                     d, s, ggml_cpool_kind_str(ggml_cpool_get_kind(use.pool)), (unsigned long long) st.allocs,
+                     (unsigned long long) st.hits, (unsigned long long) st.driver_allocs,
+                     (unsigned long long) st.driver_frees, st.live_bytes / MiB, st.peak_live_bytes / MiB,
+                     st.peak_reserved_bytes / MiB, use.peak_requested / MiB, (unsigned long long) st.synchronizes,
+                     (unsigned long long) use.cross_stream_frees, (unsigned long long) slots_.at(d, s).bindings);
+            lines.emplace_back(line);
+        }
+    }
+    return lines;
+}
+
+size_t torch_allocator::live_buffers() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return live_.size();
+}
+
+} // namespace gcp_torch

@@ -1,0 +1,328 @@
+// PyTorch's pluggable allocator (integrations/pytorch) on the sim driver: each stream PyTorch
+// passes gets a pool of its own, a buffer goes back to its allocation's pool, a free on another
+// stream waits for that stream first, a stream beyond the slots is refused with a line (or takes
+// an idle slot), the statistics lines, the default kind, and bad input.
+
+#include "harness.h"
+#include "torch-allocator.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <regex>
+#include <thread>
+
+using namespace harness;
+using gcp_torch::slot_map;
+using gcp_torch::torch_allocator;
+
+namespace {
+
+constexpr size_t CAPACITY = 256 * MiB;
+constexpr size_t SIZE     = 1 * MiB;
+constexpr int    STREAMS  = slot_map::SLOTS + 1; // one more than a device has slots
+
+// a sim device, its streams, a context for PyTorch and the allocator over it
+class TorchFixture {
+  protected:
+    void open(ggml_cpool_kind kind) {
+        ggml_cpool_sim_params sim = sim_params(CAPACITY);
+        ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv_), GGML_CPOOL_STATUS_OK);
+        for (void *& s : streams_) {
+            ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 0, &s), GGML_CPOOL_STATUS_OK);
+        }
+        ggml_cpool_ctx_params p = gcp_torch::context_params(nullptr);
+        p.driver                = drv_;
+        std::fill(std::begin(p.kind), std::end(p.kind), kind);
+        ASSERT_EQ(ggml_cpool_ctx_create(&p, &ctx_), GGML_CPOOL_STATUS_OK);
+        gcp_torch::platform platform;
+        platform.default_stream = streams_[0]; // what PyTorch's null stream stands for
+        platform.wait_stream    = [this](int device, void * stream) {
+            waits_.emplace_back(device, stream);
+            if (on_wait_) {
+                on_wait_();
+            }
+            return wait_ok_;
+        };
+        platform.log = [this](const char * line) { lines_.emplace_back(line); };
+        alloc_       = std::make_unique<torch_allocator>(ctx_, platform);
+    }
+    void close() {
+        alloc_.reset();
+        ggml_cpool_ctx_free(ctx_);
+        for (void * s : streams_) {
+            EXPECT_EQ(ggml_cpool_driver_stream_destroy(drv_, 0, s), GGML_CPOOL_STATUS_OK);
+        }
+        EXPECT_EQ(ggml_cpool_driver_outstanding(drv_), 0u) << "driver memory left after the context was freed";
+        ggml_cpool_driver_release(drv_);
+    }
+
+    void * take(void * stream, size_t size = SIZE) { return alloc_->alloc(size, 0, stream); }
+    void   give(void * ptr, void * stream, size_t size = SIZE) { alloc_->free(ptr, size, 0, stream); }
+    ggml_cpool_stats slot_stats(int slot) {
+        ggml_cpool_t pool = nullptr;
+        EXPECT_EQ(ggml_cpool_ctx_get_slot_pool(ctx_, 0, slot, &pool), GGML_CPOOL_STATUS_OK);
+        return stats_of(pool);
+    }
+    size_t lines_matching(const std::string & pattern) const {
+        std::regex re(pattern);
+        return size_t(std::count_if(lines_.begin(), lines_.end(), [&](auto & l) { return std::regex_search(l, re); }));
+    }
+
+    ggml_cpool_driver_t                         drv_ = nullptr;
+    ggml_cpool_ctx_t                            ctx_ = nullptr;
+    void *                                      streams_[STREAMS] = {};
+    std::unique_ptr<torch_allocator>            alloc_;
+    std::vector<std::pair<int, void *>>         waits_;
+    std::function<void()>                       on_wait_;
+    bool                                        wait_ok_ = true;
+    std::vector<std::string>                    lines_;
+};
+
+class TorchStreams : public TorchFixture, public testing::TestWithParam<ggml_cpool_kind> {
+  protected:
+    void SetUp() override { open(GetParam()); }
+    void TearDown() override { close(); }
+};
+
+class Torch : public TorchFixture, public testing::Test {
+  protected:
+    void SetUp() override { open(GGML_CPOOL_KIND_LEGACY); }
+    void TearDown() override { close(); }
+};
+
+TEST_P(TorchStreams, ABufferFreedOnOneStreamIsNotHandedToAnother) {
+    void * a = streams_[1], * b = streams_[2];
+    void * on_b = take(b);
+    ASSERT_NE(on_b, nullptr);
+    give(on_b, b);
+    void * on_a = take(a);
+    ASSERT_NE(on_a, nullptr);
+    EXPECT_NE(on_a, on_b) << "B's freed buffer went to A's kernels without a synchronize";
+    EXPECT_TRUE(waits_.empty());
+    if (GetParam() != GGML_CPOOL_KIND_ASYNC) { // the control: B's own pool hands it back to B
+        void * again = take(b);
+        EXPECT_EQ(again, on_b);
+        give(again, b);
+    }
+    give(on_a, a);
+    EXPECT_EQ(alloc_->stats_lines().size(), 2u) << "one pool per stream";
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+TEST_P(TorchStreams, BuffersAreAlignedAsPyTorchsOwn) {
+    constexpr size_t TORCH_ALIGNMENT = 512, SMALL = 100; // a VMM pool packs blocks of this at 128
+    void *           p[4];
+    for (void *& q : p) {
+        q = take(streams_[0], SMALL);
+        ASSERT_NE(q, nullptr);
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(q) % TORCH_ALIGNMENT, 0u) << q;
+    }
+    for (void * q : p) {
+        give(q, streams_[0], SMALL);
+    }
+    EXPECT_TRUE(lines_.empty());
+}
+
+HARNESS_INSTANTIATE(TorchStreams,
+                    testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
+                                    GGML_CPOOL_KIND_ASYNC),
+                    kind_name);
+
+TEST_F(Torch, AFreeOnAnotherStreamWaitsForItThenGoesBackToTheAllocationsPool) {
+    void * a = streams_[1], * b = streams_[2];
+    void * p = take(a); // a's stream is the first bound: slot 0
+    ASSERT_NE(p, nullptr);
+    size_t live_during_wait = 0;
+    on_wait_ = [&] { live_during_wait = slot_stats(0).live_bytes; };
+    give(p, b);
+    ASSERT_EQ(waits_.size(), 1u);
+    EXPECT_EQ(waits_[0].second, b) << "the freeing stream is the one synchronized";
+    EXPECT_GT(live_during_wait, 0u) << "the buffer was reusable before the freeing stream's work was done";
+    EXPECT_EQ(slot_stats(0).live_bytes, 0u);
+    ASSERT_EQ(alloc_->stats_lines().size(), 1u) << "no pool for the freeing stream";
+    EXPECT_NE(alloc_->stats_lines()[0].find("cross_stream_frees=1"), std::string::npos) << alloc_->stats_lines()[0];
+    void * again = take(a);
+    EXPECT_EQ(again, p) << "it went back to the pool of its allocation's stream";
+    give(again, a);
+    EXPECT_EQ(waits_.size(), 1u) << "a free on the allocation's own stream waits for nothing";
+}
+
+TEST_F(Torch, AFreeOnAStreamThatCannotBeSynchronizedKeepsTheBufferLive) {
+    void * p = take(streams_[1]);
+    wait_ok_ = false;
+    give(p, streams_[2]);
+    EXPECT_EQ(alloc_->live_buffers(), 1u);
+    EXPECT_GT(slot_stats(0).live_bytes, 0u);
+    EXPECT_EQ(lines_matching("could not be synchronized"), 1u);
+    give(p, streams_[1]); // its own stream: fine
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+TEST_F(Torch, TheNullStreamIsTheDefaultStreamBorrowed) {
+    const uint64_t streams = ggml_cpool_driver_calls(drv_, GGML_CPOOL_CALL_STREAM);
+    void *         p       = take(nullptr);
+    ASSERT_NE(p, nullptr);
+    void * s = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx_, 0, &s), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(s, streams_[0]) << "slot 0 borrows the default stream's stand-in";
+    EXPECT_EQ(ggml_cpool_driver_calls(drv_, GGML_CPOOL_CALL_STREAM), streams) << "no stream of the context's own";
+    give(p, streams_[0]); // the same stream, named explicitly
+    EXPECT_TRUE(waits_.empty());
+    void * again = take(nullptr);
+    EXPECT_EQ(again, p);
+    give(again, nullptr);
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+TEST_F(Torch, AStreamBeyondTheSlotsIsRefusedWhileEverySlotIsLive) {
+    void * held[slot_map::SLOTS];
+    for (int i = 0; i < slot_map::SLOTS; i++) {
+        held[i] = take(streams_[i]);
+        ASSERT_NE(held[i], nullptr) << "stream " << i;
+    }
+    void * extra = streams_[slot_map::SLOTS];
+    EXPECT_EQ(take(extra), nullptr);
+    EXPECT_EQ(lines_matching("no stream slot left"), 1u);
+
+    // one stream's buffers all freed: its slot, and pool, move to the new stream after the old
+    // stream is synchronized, so its cached buffer is safe to hand out there
+    const int idle = 3;
+    give(held[idle], streams_[idle]);
+    const uint64_t on_idle = ggml_cpool_sim_stream_calls(drv_, 0, streams_[idle]);
+    void *         p       = take(extra);
+    EXPECT_EQ(p, held[idle]);
+    EXPECT_GT(ggml_cpool_sim_stream_calls(drv_, 0, streams_[idle]), on_idle) << "the old stream was synchronized";
+    EXPECT_EQ(take(streams_[idle]), nullptr) << "its slot is the new stream's now, and every slot is live";
+    give(p, extra);
+    for (int i = 0; i < slot_map::SLOTS; i++) {
+        if (i != idle) {
+            give(held[i], streams_[i]);
+        }
+    }
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+TEST_F(Torch, StatisticsLineForEachPool) {
+    void * p = take(streams_[0]);
+    give(p, streams_[0]);
+    p = take(streams_[0]);
+    give(p, streams_[0]);
+    std::vector<std::string> lines = alloc_->stats_lines();
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_TRUE(std::regex_match(lines[0],
+                                 std::regex("ggml-cuda-pool stats: device=0 slot=0 pool=legacy allocs=2 hits=1 "
+                                            "driver_allocs=1 driver_frees=0 live_mib=0\\.00 peak_live_mib=1\\.05 "
+                                            "peak_reserved_mib=1\\.05 peak_requested_mib=1\\.00 syncs=[0-9]+ "
+                                            "cross_stream_frees=0 streams=1")))
+        << lines[0];
+}
+
+TEST_F(Torch, BadFreesAreRefusedWithALine) {
+    void * p = take(streams_[0]);
+    int    x = 0;
+    give(&x, streams_[0]);
+    EXPECT_EQ(lines_matching("not a live buffer"), 1u);
+    give(p, streams_[0], SIZE + 1);
+    EXPECT_EQ(lines_matching("kept live"), 1u);
+    alloc_->free(p, SIZE, 1, streams_[0]);
+    EXPECT_EQ(lines_matching("kept live"), 2u) << "the wrong device";
+    EXPECT_EQ(alloc_->live_buffers(), 1u);
+    give(p, streams_[0]);
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+    give(p, streams_[0]);
+    EXPECT_EQ(lines_matching("not a live buffer"), 2u) << "a double free";
+}
+
+TEST_F(Torch, ZeroBytesAndBadDevicesGiveNull) {
+    log_capture module_lines; // the module's own line for the device it does not have
+    EXPECT_EQ(take(streams_[0], 0), nullptr);
+    give(nullptr, streams_[0]);
+    EXPECT_TRUE(lines_.empty()) << "as PyTorch's own allocator: nothing to say";
+    EXPECT_EQ(alloc_->alloc(SIZE, 1, streams_[0]), nullptr) << "the sim has one device";
+    EXPECT_EQ(alloc_->alloc(SIZE, -1, streams_[0]), nullptr);
+    EXPECT_EQ(alloc_->alloc(SIZE, slot_map::DEVICES, streams_[0]), nullptr);
+    EXPECT_EQ(lines_.size(), 3u);
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+TEST_F(Torch, ThreadsAllocateAndFreeEachOthersBuffers) {
+    constexpr int THREADS = 4, ROUNDS = 500;
+    std::vector<std::vector<void *>> made(THREADS);
+    std::vector<std::thread>         workers;
+    for (int t = 0; t < THREADS; t++) {
+        workers.emplace_back([&, t] {
+            for (int i = 0; i < ROUNDS; i++) {
+                void * p = take(streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
+                give(p, streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
+            }
+            for (int i = 0; i < 8; i++) {
+                made[size_t(t)].push_back(take(streams_[t]));
+            }
+        });
+    }
+    for (auto & w : workers) {
+        w.join();
+    }
+    workers.clear();
+    for (int t = 0; t < THREADS; t++) { // PyTorch frees on whichever thread drops the tensor
+        workers.emplace_back([&, t] {
+            for (void * p : made[size_t((t + 1) % THREADS)]) {
+                give(p, streams_[(t + 1) % THREADS]);
+            }
+        });
+    }
+    for (auto & w : workers) {
+        w.join();
+    }
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
+    EXPECT_TRUE(lines_.empty());
+}
+
+TEST(TorchKind, LegacyUnlessTheEnvironmentNamesOne) {
+    clean_env             env;
+    ggml_cpool_sim_params sim = sim_params(CAPACITY); // with VMM: the module's own default would pick it
+    sim_device            device(sim);
+    auto                  kind_for = [&](ggml_cpool_ctx_params p) {
+        p.driver             = device.drv;
+        ggml_cpool_ctx_t ctx = nullptr;
+        EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+        ggml_cpool_kind kind = ggml_cpool_get_kind(pool_of(ctx));
+        ggml_cpool_ctx_free(ctx);
+        return kind;
+    };
+    EXPECT_EQ(kind_for(ggml_cpool_ctx_default_params()), GGML_CPOOL_KIND_VMM) << "the module's default";
+    EXPECT_EQ(kind_for(gcp_torch::context_params(nullptr)), GGML_CPOOL_KIND_LEGACY);
+    EXPECT_EQ(kind_for(gcp_torch::context_params("")), GGML_CPOOL_KIND_LEGACY);
+    scoped_env vmm("GGML_CUDA_POOL", "vmm");
+    EXPECT_EQ(kind_for(gcp_torch::context_params(getenv("GGML_CUDA_POOL"))), GGML_CPOOL_KIND_VMM);
+    scoped_env plain("GGML_CUDA_POOL", "plain");
+    EXPECT_EQ(kind_for(gcp_torch::context_params(getenv("GGML_CUDA_POOL"))), GGML_CPOOL_KIND_PLAIN);
+}
+
+TEST(TorchSlotMap, NewStreamsTakeUnboundSlotsThenTheLeastRecentlyUsedIdleOne) {
+    slot_map map;
+    char     streams[slot_map::SLOTS + 2];
+    for (int i = 0; i < slot_map::SLOTS; i++) {
+        EXPECT_EQ(map.find(0, &streams[i]), -1);
+        int s = map.vacant(0);
+        EXPECT_EQ(s, i) << "an unbound slot first";
+        map.bind(0, s, &streams[i]);
+        map.hold(0, s);
+    }
+    EXPECT_EQ(map.find(0, &streams[5]), 5);
+    EXPECT_EQ(map.vacant(0), -1) << "every slot has a live buffer";
+    EXPECT_EQ(map.vacant(1), 0) << "devices are apart";
+    map.release(0, 6);
+    map.release(0, 2);
+    EXPECT_EQ(map.vacant(0), 2) << "of the idle slots, the least recently used";
+    map.hold(0, 2);
+    map.release(0, 2);
+    EXPECT_EQ(map.vacant(0), 6);
+    map.bind(0, 6, &streams[slot_map::SLOTS]);
+    EXPECT_EQ(map.find(0, &streams[6]), -1) << "the old stream lost its slot";
+    EXPECT_EQ(map.find(0, &streams[slot_map::SLOTS]), 6);
+    EXPECT_EQ(map.at(0, 6).bindings, 2u);
+}
+
+} // namespace
