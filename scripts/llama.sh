@@ -48,7 +48,7 @@
 # $LLAMA_WORK/build), LLAMA_CMAKE_ARGS (more configure arguments), CONFIGS ("ggml legacy plain
 # vmm async"), BENCH_MODELS ("1b-q8_0"), BENCH_KV ("f16 q8_0"), BENCH_DEPTHS ("0,4096,32768"),
 # BENCH_ROUNDS (8), BENCH_REPS (3: reps per round, so 24 in all), BENCH_TESTS ("-p 0 -n 128"),
-# MEMORY_CONFIGS (CONFIGS and legacy:kvpool), MEMORY_DEPTHS ("0 8192 32768"), MEMORY_MODEL
+# MEMORY_CONFIGS (CONFIGS, ggml-legacy and legacy:kvpool), MEMORY_DEPTHS ("0 8192 32768"), MEMORY_MODEL
 # (8b-q8_0), SPEC_ROUNDS (6), SPEC_TOKENS (192), LLAMA_GPU (0: the GPU every step but
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
@@ -279,7 +279,7 @@ step_bench() {
 step_memory() {
     local model=${MEMORY_MODEL:-8b-q8_0}
     for d in ${MEMORY_DEPTHS:-0 8192 32768}; do
-        for c in ${MEMORY_CONFIGS:-$CONFIGS legacy:kvpool}; do
+        for c in ${MEMORY_CONFIGS:-$CONFIGS ggml-legacy legacy:kvpool}; do
             local tag="memory-$model-d$d-$(tag_of "$c")"
             [ -s "$RESULTS/$tag.txt" ] && continue
             local idle peak rc smi
