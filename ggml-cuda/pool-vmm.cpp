@@ -4,6 +4,7 @@
 #include "reclaimable.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace gcp {
 
@@ -118,9 +119,38 @@ status pool_vmm::grow(size_t bytes) {
     return OK;
 }
 
+bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
+    auto best = blocks_.end();
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+        if (it->freed && it->size >= bytes && (best == blocks_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best == blocks_.end()) {
+        return false;
+    }
+    *ptr = reinterpret_cast<void *>(base_ + best->offset);
+    if (best->size == bytes) {
+        best->freed = false;
+        holes_--;
+        return true;
+    }
+    // the rest of the hole stays one (within the room do_alloc made: cannot throw)
+    const block taken{ best->offset, bytes, false };
+    best->offset += bytes;
+    best->size -= bytes;
+    blocks_.insert(best, taken);
+    return true;
+}
+
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
+    if (holes_ > 0 && take_hole(bytes, ptr)) {
+        stats_.hits++;
+        *actual = bytes;
+        return OK;
+    }
     if (base_ == 0) {
         status st = reserve();
         if (st != OK) {
@@ -180,10 +210,23 @@ void pool_vmm::do_free(void * ptr, size_t actual) noexcept {
                                      [](const block & b, size_t off) { return b.offset < off; });
     // the base class checked ptr is live, so the block is there
     it->freed = true;
+    holes_++;
     (void) actual;
+    // one hole with its freed neighbours (erasing needs no memory)
+    if (std::next(it) != blocks_.end() && std::next(it)->freed) {
+        it->size += std::next(it)->size;
+        blocks_.erase(std::next(it));
+        holes_--;
+    }
+    if (it != blocks_.begin() && std::prev(it)->freed) {
+        std::prev(it)->size += it->size;
+        blocks_.erase(it);
+        holes_--;
+    }
     while (!blocks_.empty() && blocks_.back().freed) {
         used_ = blocks_.back().offset;
         blocks_.pop_back();
+        holes_--;
     }
 }
 

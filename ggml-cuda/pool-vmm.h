@@ -1,8 +1,12 @@
 #pragma once
 // VMM pool: reserves one virtual range (lazily, on the first allocation), maps physical memory
 // at the driver's granularity as the pool grows, and hands out addresses as a stack. Frees out
-// of order are accepted: the block is marked and the stack unwinds once everything above it is
-// free. Every driver failure returns a status and leaves the pool usable.
+// of order are accepted: the block becomes a hole (merged with freed neighbours) and the stack
+// unwinds once everything above it is free. A request a hole holds takes the smallest such hole
+// before the top: a consumer that frees out of order (PyTorch drops a step's temporaries below
+// the K/V it keeps) would otherwise grow the stack step after step. ggml frees in the reverse
+// order it allocates, leaves no hole, and never pays for the search. Every driver failure
+// returns a status and leaves the pool usable.
 
 #include "pool.h"
 
@@ -52,6 +56,8 @@ class pool_vmm final : public pool {
 
     status reserve();
     status grow(size_t bytes); // map at least bytes more
+    // the smallest hole of at least `bytes`, split when larger; false when none holds it
+    bool   take_hole(size_t bytes, void ** ptr);
     bool   unmap_last_chunk();
     status unmap_above(size_t floor); // every chunk wholly above the offset
     bool   release_orphans();  // true when none is left mapped
@@ -66,7 +72,8 @@ class pool_vmm final : public pool {
     size_t             mapped_ = 0;
     size_t             held_   = 0; // bytes of reserved orphans
     std::vector<chunk> chunks_;
-    std::vector<block>  blocks_; // ascending offsets
+    std::vector<block>  blocks_; // ascending offsets; a freed one below the top is a hole
+    size_t              holes_ = 0;
     std::vector<orphan> orphans_;
 };
 

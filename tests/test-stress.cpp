@@ -24,8 +24,6 @@ constexpr size_t   RECENT       = 8;                // frees favour the most rec
 constexpr size_t   MAX_SIZE_LOG = 23;               // requests up to 8 MiB
 constexpr size_t   LIVE_TARGET  = 48;               // live buffers hover around this count
 constexpr size_t   TIGHT_CAPACITY  = 96 * MiB;      // a device that runs out under this traffic
-constexpr size_t   VMM_RECENT      = 3;
-constexpr size_t   VMM_LIVE_TARGET = 8;
 
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -183,13 +181,32 @@ class legacy_model : public model {
     uint64_t       clock_ = 0;
 };
 
-// the VMM pool: a stack of blocks over chunks mapped at the granularity
+// the VMM pool: a stack of blocks over chunks mapped at the granularity; a freed block below the
+// top is a hole, merged with freed neighbours, and the smallest hole that holds a request serves
+// it (split) before the top
 class vmm_model : public model {
   public:
     explicit vmm_model(size_t granularity) : gran_(granularity) {}
     size_t alloc(size_t size, bool overallocate, uintptr_t ptr) override {
         size_t bytes = round_up(overallocate ? 2 * size : size, 128);
-        bool   hit   = used_ + bytes <= mapped_;
+        size_t hole  = blocks_.size();
+        for (size_t i = 0; i < blocks_.size(); i++) {
+            if (blocks_[i].freed && blocks_[i].size >= bytes && (hole == blocks_.size() || blocks_[i].size < blocks_[hole].size)) {
+                hole = i;
+            }
+        }
+        if (hole < blocks_.size()) {
+            expect_ptr = base_ + blocks_[hole].offset;
+            if (blocks_[hole].size > bytes) {
+                blocks_.insert(blocks_.begin() + std::ptrdiff_t(hole) + 1,
+                               { blocks_[hole].offset + bytes, blocks_[hole].size - bytes, true });
+            }
+            blocks_[hole] = { blocks_[hole].offset, bytes, false };
+            on_alloc(bytes, true);
+            s.cached_bytes = mapped_ - s.live_bytes;
+            return bytes;
+        }
+        bool hit = used_ + bytes <= mapped_;
         if (!hit) {
             size_t grow = round_up(used_ + bytes - mapped_, gran_);
             chunks_.push_back({ mapped_, grow });
@@ -208,9 +225,19 @@ class vmm_model : public model {
     }
     void free(uintptr_t ptr, size_t actual) override {
         size_t off = ptr - base_;
-        auto   it  = std::lower_bound(blocks_.begin(), blocks_.end(), off,
-                                      [](const block & b, size_t o) { return b.offset < o; });
-        it->freed  = true;
+        size_t i   = 0;
+        while (blocks_[i].offset != off) {
+            i++;
+        }
+        blocks_[i].freed = true;
+        if (i + 1 < blocks_.size() && blocks_[i + 1].freed) {
+            blocks_[i].size += blocks_[i + 1].size;
+            blocks_.erase(blocks_.begin() + std::ptrdiff_t(i) + 1);
+        }
+        if (i > 0 && blocks_[i - 1].freed) {
+            blocks_[i - 1].size += blocks_[i].size;
+            blocks_.erase(blocks_.begin() + std::ptrdiff_t(i));
+        }
         while (!blocks_.empty() && blocks_.back().freed) {
             used_ = blocks_.back().offset;
             blocks_.pop_back();
@@ -279,12 +306,11 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
     std::vector<buf>         order; // allocation order
     std::map<uintptr_t, buf> live;
     std::string              failure;
-    // the VMM pool is a stack: a hole left under a long-lived buffer is reused only once that
-    // buffer goes, so its traffic is a graph's: few live buffers, freed near the top, a few out
-    // of order; the legacy pools also see frees anywhere
-    const uint64_t recent_share = vm ? 10 : 7;
-    const size_t   recent       = vm ? VMM_RECENT : RECENT;
-    const size_t   live_target  = vm ? VMM_LIVE_TARGET : LIVE_TARGET;
+    // frees favour the most recent buffers, as a graph's do, and also fall anywhere: every kind
+    // reuses what is freed out of order (the VMM pool through its holes)
+    const uint64_t recent_share = 7;
+    const size_t   recent       = RECENT;
+    const size_t   live_target  = LIVE_TARGET;
     for (size_t i = 0; i < ops && failure.empty(); i++) {
         uint64_t r = rng();
         if (i % TRIM_EVERY == TRIM_EVERY - 1) {

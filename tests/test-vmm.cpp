@@ -87,19 +87,70 @@ TEST_F(Vmm, DeviceFullReturnsOutOfMemoryAndThePoolStaysUsable) {
     release(pool_, a);
 }
 
-TEST_F(Vmm, OutOfOrderFreeUnwindsOnceTheTopIsFree) {
+TEST_F(Vmm, OutOfOrderFreeLeavesAHoleThatIsReusedAndTheTopUnwinds) {
     open(256 * MiB, 64 * MiB);
     buf a = alloc(pool_, 1 * MiB), b = alloc(pool_, 1 * MiB), c = alloc(pool_, 1 * MiB);
-    release(pool_, b); // under c: marked, not reusable yet
+    release(pool_, b); // under c: a hole
     buf d = alloc(pool_, 1 * MiB);
-    EXPECT_EQ(static_cast<char *>(d.ptr), static_cast<char *>(c.ptr) + c.size);
+    EXPECT_EQ(d.ptr, b.ptr) << "the hole serves before the top";
+    buf top = alloc(pool_, 1 * MiB);
+    EXPECT_EQ(static_cast<char *>(top.ptr), static_cast<char *>(c.ptr) + c.size) << "no hole left: the top";
+    release(pool_, top);
     release(pool_, d);
-    release(pool_, c); // unwinds c and the hole b left
+    release(pool_, c); // unwinds c and the hole d left
     buf e = alloc(pool_, 1 * MiB);
     EXPECT_EQ(e.ptr, b.ptr);
     release(pool_, e);
     release(pool_, a);
     EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
+}
+
+TEST_F(Vmm, AHoleIsSplitAndFreedNeighboursMerge) {
+    open(256 * MiB, 64 * MiB);
+    buf a = alloc(pool_, 1 * MiB), b = alloc(pool_, 1 * MiB), c = alloc(pool_, 1 * MiB), keep = alloc(pool_, 1 * MiB);
+    release(pool_, a);
+    release(pool_, c);
+    release(pool_, b); // joins a and c: one hole of 3 MiB under keep
+    const uint64_t misses = stats_of(pool_).misses;
+    buf            big    = alloc(pool_, 3 * MiB);
+    EXPECT_EQ(big.ptr, a.ptr) << "the merged hole holds it";
+    release(pool_, big);
+    buf small = alloc(pool_, 512 * 1024), rest = alloc(pool_, 2 * MiB);
+    EXPECT_EQ(small.ptr, a.ptr);
+    EXPECT_EQ(static_cast<char *>(rest.ptr), static_cast<char *>(a.ptr) + small.size) << "the split's rest";
+    EXPECT_EQ(stats_of(pool_).misses, misses) << "every one a hit";
+    EXPECT_TRUE(fill_and_check(drv::sim, rest.ptr, rest.size, 5));
+    EXPECT_TRUE(fill_and_check(drv::sim, keep.ptr, keep.size, 6));
+    release(pool_, rest);
+    release(pool_, small);
+    release(pool_, keep);
+    EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
+}
+
+// PyTorch's decode: each step a layer's temporaries are allocated, then its grown K/V, which
+// outlives them, and the previous K/V goes. Without holes reused the stack grows every step.
+TEST_F(Vmm, FreesOutOfOrderHoldNoMoreThanHalfAgainTheirPeakLive) {
+    constexpr int    LAYERS = 16, STEPS = 256;
+    constexpr size_t KV_STEP = 64 * 1024, SCRATCH = 1 * MiB;
+    open(size_t(8) << 30, size_t(4) << 30);
+    std::vector<buf> kv(LAYERS);
+    for (int step = 1; step <= STEPS; step++) {
+        for (int l = 0; l < LAYERS; l++) {
+            buf scratch = alloc(pool_, SCRATCH);
+            buf grown   = alloc(pool_, size_t(step) * KV_STEP);
+            release(pool_, scratch);
+            if (kv[size_t(l)].ptr != nullptr) {
+                release(pool_, kv[size_t(l)]);
+            }
+            kv[size_t(l)] = grown;
+        }
+    }
+    const ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_LE(double(s.peak_reserved_bytes), 1.5 * double(s.peak_live_bytes) + double(GRAN))
+        << "peak reserved " << s.peak_reserved_bytes / MiB << " MiB for " << s.peak_live_bytes / MiB << " MiB live";
+    for (buf & b : kv) {
+        release(pool_, b);
+    }
 }
 
 TEST_F(Vmm, TrimUnmapsAboveTheTopAndUnmappedMemoryTraps) {
