@@ -90,6 +90,24 @@ tag_of() { echo "${1/:/-}"; }
 module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
+# the GPU's memory.used in MiB, now
+gpu_used() { nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+# memory.used every 50 ms into $1, until stop_bg "$SAMPLER"; its peak: peak_of $1
+sample_start() {
+    nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$1" &
+    SAMPLER=$!
+}
+peak_of() { sort -n "$1" | tail -1; }
+# another tenant holding all but $1 MiB of the GPU (scripts/hold-memory.cu; its line in $2), until
+# stop_bg "$HOLDER"
+hold_start() {
+    "$WORK/hold-memory" "$1" >"$2" 2>&1 &
+    HOLDER=$!
+    for _ in $(seq 1 100); do grep -qs holding "$2" && return 0; sleep 0.1; done
+    kill "$HOLDER" 2>/dev/null
+    die "hold-memory did not start: $(cat "$2")"
+}
+stop_bg() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
 
 step_prepare() {
     if [ -n "${LLAMA_CPP_DIR:-}" ]; then
@@ -282,18 +300,16 @@ step_memory() {
         for c in ${MEMORY_CONFIGS:-$CONFIGS ggml-legacy legacy:kvpool}; do
             local tag="memory-$model-d$d-$(tag_of "$c")"
             [ -s "$RESULTS/$tag.txt" ] && continue
-            local idle peak rc smi
-            idle=$(nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
-            nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/$tag.smi" &
-            smi=$!
+            local idle peak rc
+            idle=$(gpu_used)
+            sample_start "$RESULTS/$tag.smi"
             env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
                 "$BIN/llama-bench" -m "$MODELS/$model.gguf" -p 512 -n 32 -fa 1 -ctk q8_0 -ctv q8_0 -d "$d" -r 1 -v \
                 -o jsonl >"$RESULTS/$tag.jsonl" 2>"$RESULTS/$tag.log"
             rc=$?
             sleep 0.2
-            kill "$smi" 2>/dev/null
-            wait "$smi" 2>/dev/null
-            peak=$(sort -n "$RESULTS/$tag.smi" | tail -1)
+            stop_bg "$SAMPLER"
+            peak=$(peak_of "$RESULTS/$tag.smi")
             { echo "config $c depth $d exit $rc idle_mib $idle peak_mib $peak"
               grep -aE 'buffer size' "$RESULTS/$tag.log" | sed 's/^.*llama_[a-z_]*: *//' | sort | uniq -c; } >"$RESULTS/$tag.txt"
             say "memory: $model depth $d $c: peak $((peak - idle)) MiB above idle, exit $rc"
@@ -326,26 +342,16 @@ step_speculative() {
 # beside it, with its own peak added to what stays free.
 PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 6000 tokens of prompt
 
+# one llama-completion under pressure: the caller's holder (if any) is in place
 pressure_run() {
-    local tag=$1 config=$2 free=$3
-    local hold=""
-    if [ "$free" -gt 0 ]; then
-        "$WORK/hold-memory" "$free" >"$RESULTS/$tag.hold" 2>&1 &
-        hold=$!
-        for _ in $(seq 1 100); do grep -qs holding "$RESULTS/$tag.hold" && break; sleep 0.1; done
-        grep -qs holding "$RESULTS/$tag.hold" || { kill "$hold" 2>/dev/null; die "hold-memory did not start"; }
-    fi
-    local smi
-    nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/$tag.smi" &
-    smi=$!
+    local tag=$1 config=$2
+    sample_start "$RESULTS/$tag.smi"
     env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
         GGML_CUDA_POOL_LOG=info CUDA_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-LAZY} "$BIN/llama-completion" -m "$MODELS/${PRESSURE_MODEL:-8b-q8_0}.gguf" \
         -f "$WORK/pressure-prompt.txt" -n "${PRESSURE_TOKENS:-64}" --temp 0 --seed 1 --ignore-eos -no-cnv -ngl 99 \
         -fa on -ctk q8_0 -ctv q8_0 -c 32768 ${PRESSURE_ARGS:-} >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
     echo "exit $?" >>"$RESULTS/$tag.log"
-    kill "$smi" 2>/dev/null
-    wait "$smi" 2>/dev/null
-    [ -n "$hold" ] && { kill "$hold" 2>/dev/null; wait "$hold" 2>/dev/null; }
+    stop_bg "$SAMPLER"
 }
 
 # a second llama-completion on the GPU, over and over, until the file $1 goes away
@@ -364,12 +370,12 @@ step_pressure() {
     [ -s "$WORK/pressure-prompt.txt" ] ||
         for _ in $(seq 1 $PRESSURE_PROMPT_REPEAT); do printf '%s. ' "$PROMPT"; done >"$WORK/pressure-prompt.txt"
     local base=${PRESSURE_BASE:-ggml-legacy} idle
-    idle=$(nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    idle=$(gpu_used)
     local total
     total=$(nvidia-smi -i "$GPU" --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-    [ -s "$RESULTS/pressure-free.txt" ] || pressure_run pressure-free "$base" 0
+    [ -s "$RESULTS/pressure-free.txt" ] || pressure_run pressure-free "$base"
     local peak pools fixed
-    peak=$(sort -n "$RESULTS/pressure-free.smi" | tail -1)
+    peak=$(peak_of "$RESULTS/pressure-free.smi")
     pools=$(grep -ao 'peak_reserved_mib=[0-9.]*' "$RESULTS/pressure-free.stats" | cut -d= -f2 |
         awk '{ s += $1 } END { printf "%.0f", s }')
     fixed=$((peak - idle - pools))
@@ -379,7 +385,11 @@ step_pressure() {
     for c in $configs; do
         for h in ${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}; do
             local tag="pressure-$(tag_of "$c")-h$h"
-            [ -s "$RESULTS/$tag.log" ] || pressure_run "$tag" "$c" $((fixed + h))
+            if [ ! -s "$RESULTS/$tag.log" ]; then
+                hold_start $((fixed + h)) "$RESULTS/$tag.hold"
+                pressure_run "$tag" "$c"
+                stop_bg "$HOLDER"
+            fi
             local rc
             rc=$(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1)
             say "pressure: $c H=$h MiB: $rc"
@@ -390,11 +400,10 @@ step_pressure() {
     local co_h=${PRESSURE_COTENANT_HEADROOM:-64}
     [ -s "$RESULTS/cotenant-free.txt" ] || {
         local flag=$WORK/cotenant-measure
-        nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$RESULTS/cotenant-free.smi" &
-        local smi=$!
+        sample_start "$RESULTS/cotenant-free.smi"
         touch "$flag"; rm -f "$flag.loads"; cotenant_loop "$flag" & local loop=$!
-        sleep 8; rm -f "$flag"; wait "$loop"; kill "$smi"; wait "$smi" 2>/dev/null
-        echo "peak_mib $(( $(sort -n "$RESULTS/cotenant-free.smi" | tail -1) - idle ))" >"$RESULTS/cotenant-free.txt"
+        sleep 8; rm -f "$flag"; wait "$loop"; stop_bg "$SAMPLER"
+        echo "peak_mib $(( $(peak_of "$RESULTS/cotenant-free.smi") - idle ))" >"$RESULTS/cotenant-free.txt"
     }
     local co_peak
     co_peak=$(awk '{print $2}' "$RESULTS/cotenant-free.txt")
@@ -402,13 +411,11 @@ step_pressure() {
         local tag="cotenant-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$c
         [ -s "$RESULTS/$tag.log" ] && continue
         touch "$flag"; rm -f "$flag.loads"
-        "$WORK/hold-memory" $((fixed + co_h + co_peak)) >"$RESULTS/$tag.hold" 2>&1 &
-        local hold=$!
-        for _ in $(seq 1 100); do grep -qs holding "$RESULTS/$tag.hold" && break; sleep 0.1; done
+        hold_start $((fixed + co_h + co_peak)) "$RESULTS/$tag.hold"
         cotenant_loop "$flag" &
         local loop=$!
-        pressure_run "$tag" "$c" 0
-        rm -f "$flag"; wait "$loop"; kill "$hold"; wait "$hold" 2>/dev/null
+        pressure_run "$tag" "$c"
+        rm -f "$flag"; wait "$loop"; stop_bg "$HOLDER"
         mv "$flag.loads" "$RESULTS/$tag.loads"
         say "co-tenant: $c H=$co_h MiB (+$co_peak MiB for the co-tenant): $(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1), co-tenant loads $(grep -c 'exit 0' "$RESULTS/$tag.loads") ok of $(grep -c . "$RESULTS/$tag.loads")"
     done
