@@ -1,13 +1,13 @@
 #pragma once
-// The legacy pool's buffers by size: one bin per distinct buffer size, kept sorted, each holding
-// a stack of the cached buffers of that size. Best fit is the first bin at or above the request
-// that holds one: a binary search over the bins' sizes (a dense array of their own, so the search
+// The legacy pool's buffers by size: one bin per distinct buffer size, kept sorted, each holding a
+// stack of the cached buffers of that size. Best fit is the first bin at or above the request that
+// holds one: a binary search over the bins' sizes (a dense array of their own, so the search
 // touches a few cache lines), then a bitmap of the bins that hold any. A buffer usually comes back
 // to the bin it was last taken from (ggml frees in the reverse order it allocates), which put()
-// checks before it searches. A bin counts the
-// buffers of its size that are out (handed to the consumer) and keeps room for every one of them,
-// so a buffer comes back without an allocation: only reserve() and take() on the allocating path
-// grow anything. A bin goes when its last buffer, cached or out, goes back to the driver.
+// checks before it searches. A bin counts the buffers of its size that are out (handed to the
+// consumer) and keeps room for every one of them, so a buffer comes back without an allocation:
+// only reserve() and take() on the allocating path grow anything. A bin goes when its last buffer,
+// cached or out, goes back to the driver.
 
 #include <algorithm>
 #include <cstddef>
