@@ -12,6 +12,7 @@ prompt are compared bit for bit with native's, and the generated tokens too.
 
     scripts/torch_generate.py --rounds 3                 # native and every kind, interleaved: the table
     scripts/torch_generate.py --kind legacy --config tiny  # one run in this process
+    scripts/torch_generate.py --results runs.jsonl --time-limit 500   # as many runs as fit; again to go on
 
 Exit status: 1 when a run failed or logits differ from native's, else 0 (the speed and memory
 targets are printed, not enforced).
@@ -55,6 +56,12 @@ def parse_args():
     p.add_argument("--check-logits", metavar="PATH",
                    help="reference logits and tokens: saved there by the first run, compared by the others")
     p.add_argument("--library", default=DEFAULT_LIBRARY, help="libggml-cuda-pool-torch.so")
+    p.add_argument("--results", metavar="PATH",
+                   help="the driver's finished runs, one JSON line each (the reference logits beside it): "
+                        "runs already there are not run again, so a later call goes on where this one stopped")
+    p.add_argument("--time-limit", type=float, default=0, metavar="SECONDS",
+                   help="the driver starts no run that the longest run so far says would end after this; "
+                        "the table covers what finished (0: no limit)")
     return p.parse_args()
 
 
@@ -181,8 +188,8 @@ def table(args, kinds, runs):
     print(f"\nconfig {args.config}: {cfg['hidden_size']} wide, {cfg['num_hidden_layers']} layers, "
           f"{cfg['num_attention_heads']}/{cfg['num_key_value_heads']} heads, FFN {cfg['intermediate_size']}, "
           f"vocab {cfg['vocab_size']}; bf16, prompt {args.prompt}, {args.gen} generated greedily; "
-          f"{args.rounds} rounds, interleaved; medians, spread min-max")
-    print(f"{'kind':8} {'tok/s':>9} {'spread':>17} {'x native':>9} {'peak resv MiB':>14} {'peak live MiB':>14} "
+          f"up to {args.rounds} rounds, interleaved; medians, spread min-max, n runs")
+    print(f"{'kind':8} {'n':>2} {'tok/s':>9} {'spread':>17} {'x native':>9} {'peak resv MiB':>14} {'peak live MiB':>14} "
           f"{'resv/live':>10} {'drv allocs/tok':>15} {'logits':>10} {'tokens':>7}")
     summary = {}
     native_tok = None
@@ -201,7 +208,7 @@ def table(args, kinds, runs):
             native_tok = tok
         ratio = tok / native_tok if native_tok else float("nan")
         summary[kind] = dict(tok=tok, ratio=ratio, resv=resv, live=live, logits=logits)
-        print(f"{kind:8} {tok:9.1f} {f'{lo:.1f}-{hi:.1f} ({rel:.1%})':>17} {ratio:9.3f} {resv:14.1f} {live:14.1f} "
+        print(f"{kind:8} {len(rs):2} {tok:9.1f} {f'{lo:.1f}-{hi:.1f} ({rel:.1%})':>17} {ratio:9.3f} {resv:14.1f} {live:14.1f} "
               f"{resv / live if live else float('nan'):10.2f} {drv:15.3f} {'/'.join(sorted(logits)) or 'reference':>10} "
               f"{'/'.join(sorted(tokens)) or 'reference':>7}")
     return summary
@@ -225,6 +232,26 @@ def verdict(summary):
     return not differ
 
 
+def load_results(path, kinds, rounds):
+    """The runs a --results file holds, by kind, and the (round, kind) pairs they cover."""
+    runs, done = {k: [] for k in kinds}, set()
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r["kind"] in runs and r["round"] < rounds and (r["round"], r["kind"]) not in done:
+                    runs[r["kind"]].append(r)
+                    done.add((r["round"], r["kind"]))
+    return runs, done
+
+
+def run_line(r):
+    live = r["peak_live_mib"]
+    return (f"round {r['round'] + 1} {r['kind']}: {r['tok_s']:.1f} tok/s, peak reserved {r['peak_reserved_mib']:.1f} MiB, "
+            f"peak live {live:.1f} MiB ({r['peak_reserved_mib'] / live if live else float('nan'):.2f}x), "
+            f"logits {r.get('logits')}, tokens {r.get('tokens')}")
+
+
 def drive(args):
     kinds = [k for k in args.kinds.split(",") if k]
     unknown = set(kinds) - set(KINDS)
@@ -233,19 +260,34 @@ def drive(args):
     if "native" in kinds:  # first, so the reference logits are native's
         kinds.remove("native")
         kinds.insert(0, "native")
-    runs = {k: [] for k in kinds}
+    runs, done = load_results(args.results, kinds, args.rounds)
     failed = 0
+    stopped = None
+    started = time.monotonic()
+    longest = 0.0  # the longest run so far: what the next one is expected to take
     with tempfile.TemporaryDirectory() as tmp:
-        reference = args.check_logits or os.path.join(tmp, "reference.pt")
-        for r in range(args.rounds):
-            for kind in kinds:
-                result = spawn(args, kind, reference)
-                if result is None:
-                    failed += 1
-                    continue
-                runs[kind].append(result)
-                print(f"round {r + 1} {kind}: {result['tok_s']:.1f} tok/s, peak reserved "
-                      f"{result['peak_reserved_mib']:.1f} MiB, logits {result.get('logits')}", flush=True)
+        reference = args.check_logits or (args.results + ".reference.pt" if args.results
+                                          else os.path.join(tmp, "reference.pt"))
+        pending = [(r, k) for r in range(args.rounds) for k in kinds if (r, k) not in done]
+        for r, kind in pending:
+            if args.time_limit and time.monotonic() - started + longest > args.time_limit:
+                stopped = (r, kind)
+                break
+            t0 = time.monotonic()
+            result = spawn(args, kind, reference)
+            longest = max(longest, time.monotonic() - t0)
+            if result is None:
+                failed += 1
+                continue
+            result["round"] = r
+            runs[kind].append(result)
+            if args.results:
+                with open(args.results, "a") as f:
+                    f.write(json.dumps(result) + "\n")
+            print(run_line(result), flush=True)
+    if stopped:
+        print(f"time limit: {len(pending) - pending.index(stopped)} runs not started (next: round {stopped[0] + 1} "
+              f"{stopped[1]})" + (f"; run again with --results {args.results} to go on" if args.results else ""))
     identical = verdict(table(args, kinds, runs))
     return 0 if identical and not failed else 1
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""scripts/torch_generate.py's driver without torch: each run is faked (10 s on a fake clock), so
+this checks that --time-limit starts no run that would end after the limit, that --results keeps
+what finished, and that a second call runs only what is missing, in round order, native first.
+
+    check-torch-driver.py PATH/TO/torch_generate.py
+"""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+
+RUN_SECONDS = 10.0
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("torch_generate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakeRuns:
+    """Stands in for spawn() and time.monotonic(): every run moves the clock by RUN_SECONDS."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.calls = []
+
+    def monotonic(self):
+        return self.now
+
+    def spawn(self, args, kind, reference):
+        self.now += RUN_SECONDS
+        first = not os.path.exists(reference)
+        if first:
+            open(reference, "w").close()
+        self.calls.append(kind)
+        return {"kind": kind, "tok_s": 100.0, "peak_reserved_mib": 12.0, "peak_live_mib": 10.0,
+                "driver_allocs_per_token": 0.0, "pools": 1, "generated": 4,
+                "logits": "saved" if first else "identical", "tokens": "saved" if first else "match"}
+
+
+def drive(tg, fake, argv):
+    tg.spawn = fake.spawn
+    tg.time.monotonic = fake.monotonic
+    sys.argv = ["torch_generate.py"] + argv
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = tg.drive(tg.parse_args())
+    return rc, out.getvalue()
+
+
+def check(cond, what, output):
+    if not cond:
+        print(output)
+        sys.exit(f"FAILED: {what}")
+    print(f"ok: {what}")
+
+
+def main():
+    tg = load(sys.argv[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        results = os.path.join(tmp, "runs.jsonl")
+        common = ["--kinds", "legacy,native,vmm", "--rounds", "2", "--results", results]
+
+        first = FakeRuns()
+        rc, out = drive(tg, first, common + ["--time-limit", "25"])
+        check(rc == 0, "a call stopped by the time limit exits 0", out)
+        check(first.calls == ["native", "legacy"], "the limit stops before a run that would end after it "
+              "(10 s runs, 25 s: two runs), native first", out)
+        check("4 runs not started (next: round 1 vmm)" in out, "it says what was not started", out)
+        with open(results) as f:
+            kept = [json.loads(line) for line in f]
+        check([(r["round"], r["kind"]) for r in kept] == [(0, "native"), (0, "legacy")],
+              "the finished runs are kept with their round", out)
+
+        second = FakeRuns()
+        rc, out = drive(tg, second, common)
+        check(rc == 0, "the second call exits 0", out)
+        check(second.calls == ["vmm", "native", "legacy", "vmm"], "the second call runs only what is missing, "
+              "in round order", out)
+        rows = {line.split()[0]: line.split()[1] for line in out.splitlines()
+                if line.split() and line.split()[0] in ("native", "legacy", "vmm")}
+        check(rows == {"native": "2", "legacy": "2", "vmm": "2"}, "the table covers both calls' runs", out)
+        check("logits: identical under every allocator" in out, "the verdict reads the kept runs' logits", out)
+
+        third = FakeRuns()
+        rc, out = drive(tg, third, common)
+        check(third.calls == [], "with every run kept, nothing runs again", out)
+
+
+if __name__ == "__main__":
+    main()
