@@ -289,8 +289,15 @@ def speculative(results):
 EVAL_SPEED = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
 
 
+def pools_peak(results, tag):
+    """the pools' peak reserved MiB of a run, every pool summed"""
+    return sum(float(kv.get("peak_reserved_mib", 0)) for ps in stats_lines(os.path.join(results, tag + ".stats")).values()
+               for kv in ps)
+
+
 def pressure_cell(results, tag, reference):
-    """a run under pressure: completed (and whether its text is the unconstrained one) or aborted"""
+    """a run under pressure: completed (whether its text is the unconstrained one, when it has
+    one; its speed; its pools' peak; reclaims and flushes) or aborted (and where)"""
     log = read(os.path.join(results, tag + ".log"))
     rc = re.findall(r"exit (\d+)", log)
     if not rc or rc[-1] != "0":
@@ -298,38 +305,57 @@ def pressure_cell(results, tag, reference):
             return "aborted: the pool's allocation"
         where = re.search(r"current device: \d+, in function (\w+)", log)
         return f"aborted: out of memory in {where.group(1)}" if where else "aborted"
-    text = read(os.path.join(results, tag + ".txt"))
+    parts = ["ok"]
+    if reference is not None:
+        parts.append("same text" if read(os.path.join(results, tag + ".txt")) == reference else "OTHER TEXT")
     speed = [m.group(1) for m in EVAL_SPEED.finditer(log)]
+    if speed:
+        parts.append(f"{float(speed[-1]):.0f} t/s")
+    parts.append(f"pools {pools_peak(results, tag):.0f} MiB")
     counts = defaultdict(int)
     for ps in stats_lines(os.path.join(results, tag + ".stats")).values():
         for kv in ps:
             for k in ("lru_reclaims", "flushes"):
                 counts[k] += int(kv.get(k, 0))
-    same = "same text" if text == reference else "OTHER TEXT"
-    recoveries = "".join(f", {k.replace('lru_', '')} {n}" for k, n in counts.items() if n)
-    return f"ok, {same}, {float(speed[-1]):.0f} t/s{recoveries}" if speed else f"ok, {same}{recoveries}"
+    parts += [f"{k.replace('lru_', '')} {n}" for k, n in counts.items() if n]
+    return ", ".join(parts)
 
 
-def pressure(results):
-    fixed_path = os.path.join(results, "pressure-fixed.txt")
+PRESSURE_WORKLOADS = (  # file prefix, what ran, whether it has a text to compare
+    ("pressure", "llama-completion 8b-q8_0, 32k context", True),
+    ("growing", "llama-batched-bench 8b-q8_0, prompts of growing length into one 32k context", False),
+)
+
+
+def pressure_table(results, prefix, what, has_text):
+    fixed_path = os.path.join(results, prefix + "-fixed.txt")
     if not os.path.exists(fixed_path):
         return
     fixed = dict(zip(*[iter(read(fixed_path).split())] * 2))
-    reference = read(os.path.join(results, "pressure-free.txt"))
+    reference = read(os.path.join(results, prefix + "-free.txt")) if has_text else None
     runs = defaultdict(dict)  # config -> H -> cell
-    for path in glob.glob(os.path.join(results, "pressure-*-h*.log")):
-        m = re.match(r"pressure-(.+)-h(\d+)\.log", os.path.basename(path))
+    for path in glob.glob(os.path.join(results, prefix + "-*-h*.log")):
+        m = re.match(re.escape(prefix) + r"-(.+)-h(\d+)\.log", os.path.basename(path))
         if m:
             runs[m.group(1)][int(m.group(2))] = pressure_cell(results, path[len(results) + 1:-4], reference)
     heads = sorted({h for v in runs.values() for h in v}, reverse=True)
     print(f"### under memory pressure: free memory S + H MiB, S = {fixed['fixed_mib']} MiB (the unconstrained "
-          f"run's peak less its pools' peak of {fixed['pools_mib']} MiB); llama-completion 8b-q8_0, 32k context; "
-          "- where a higher H failed already\n")
+          f"run's peak less its pools' peak of {fixed['pools_mib']} MiB); {what}; - where a higher H failed "
+          "already\n")
     print("| configuration | " + " | ".join(f"H = {h}" for h in heads) + " |")
     print("|---|" + "---|" * len(heads))
     for c in sorted(runs, key=lambda c: (not c.startswith(BASELINE), c)):
         print(f"| {c} | " + " | ".join(runs[c].get(h, "-") for h in heads) + " |")
     print()
+    return reference
+
+
+def pressure(results):
+    reference = None
+    for prefix, what, has_text in PRESSURE_WORKLOADS:
+        ref = pressure_table(results, prefix, what, has_text)
+        if prefix == "pressure":
+            reference = ref
     rows = []
     for path in sorted(glob.glob(os.path.join(results, "cotenant-*-h*.log"))):
         m = re.match(r"cotenant-(.+)-h(\d+)\.log", os.path.basename(path))

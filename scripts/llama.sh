@@ -30,6 +30,8 @@
 #             besides its pools); llama-completion, 8b-q8_0 into a 32k context, per configuration at
 #             H stepping down until it fails; then each beside a co-tenant loading and unloading a
 #             second model
+#   growing   the same for llama-batched-bench: prompts of growing length (128 to 2048 tokens) one
+#             after another into one context, as a server gets them
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
 #   summary   the tables (scripts/llama-summary.py)
 #
@@ -58,7 +60,10 @@
 # low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
 # PRESSURE_MODEL (8b-q8_0), PRESSURE_TOKENS (64), PRESSURE_COTENANT_HEADROOM (64), PRESSURE_ARGS
 # (more llama-completion arguments), PRESSURE_PROMPT_REPEAT (600), PRESSURE_MODULE_LOADING (LAZY,
-# CUDA's default: kernels load on first use and take device memory then; EAGER loads them all first).
+# CUDA's default: kernels load on first use and take device memory then; EAGER loads them all first),
+# GROWING_PP (the growing step's prompt lengths: "128,512,1024,2048"), GROWING_TG (16 tokens
+# generated after each), GROWING_ARGS, GROWING_CONFIGS (PRESSURE_CONFIGS), GROWING_HEADROOM
+# ("256 128 96 80 64 56 48 40 32 24 16").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${LLAMA_WORK:-/tmp/llama-work}
@@ -144,6 +149,7 @@ step_build() {
     fi
     local t0=$SECONDS
     ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
+        llama-batched-bench \
         >"$WORK/build.log" 2>&1 ||
         { tail -30 "$WORK/build.log"; die "build failed"; }
     say "built in $((SECONDS - t0)) s"
@@ -335,23 +341,71 @@ step_speculative() {
 }
 
 # memory pressure: another process (scripts/hold-memory.cu) holds the GPU's memory so that only
-# S + H MiB stay free, S being what llama-completion needs besides its pools (model, KV cache,
-# compute buffers, the CUDA context: the peak of an unconstrained PRESSURE_BASE run less its pools'
-# peak); each configuration generates into a 32k context at H stepping down until it fails. The
-# co-tenant case: a second llama-completion (1b-q8_0) loads, generates and exits over and over
-# beside it, with its own peak added to what stays free.
+# S + H MiB stay free, S being what the workload needs besides its pools (model, KV cache, compute
+# buffers, the CUDA context: the peak of an unconstrained PRESSURE_BASE run less its pools' peak);
+# each configuration runs at H stepping down until it fails. Two workloads:
+#   completion  llama-completion generates into a 32k context after a long prompt (step pressure,
+#               which adds the co-tenant case: a second llama-completion, 1b-q8_0, loads, generates
+#               and exits over and over beside it, with its own peak added to what stays free)
+#   growing     llama-batched-bench: prompts of growing length (GROWING_PP) one after another into
+#               one context, as a server sees them, so the pools' request sizes grow during the
+#               run (step growing)
 PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 6000 tokens of prompt
 
-# one llama-completion under pressure: the caller's holder (if any) is in place
+# one run of a workload under pressure: the caller's holder (if any) is in place
 pressure_run() {
-    local tag=$1 config=$2
+    local tag=$1 config=$2 workload=$3 model=$MODELS/${PRESSURE_MODEL:-8b-q8_0}.gguf
+    local common=(-m "$model" -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 32768) cmd
+    case $workload in
+        completion) cmd=("$BIN/llama-completion" "${common[@]}" -f "$WORK/pressure-prompt.txt"
+                         -n "${PRESSURE_TOKENS:-64}" --temp 0 --seed 1 --ignore-eos -no-cnv ${PRESSURE_ARGS:-}) ;;
+        growing) cmd=("$BIN/llama-batched-bench" "${common[@]}" -npp "${GROWING_PP:-128,512,1024,2048}"
+                      -ntg "${GROWING_TG:-16}" -npl 1 -b 2048 -ub 2048 ${GROWING_ARGS:-}) ;;
+        *) die "unknown workload $workload" ;;
+    esac
     sample_start "$RESULTS/$tag.smi"
     env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
-        GGML_CUDA_POOL_LOG=info CUDA_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-LAZY} "$BIN/llama-completion" -m "$MODELS/${PRESSURE_MODEL:-8b-q8_0}.gguf" \
-        -f "$WORK/pressure-prompt.txt" -n "${PRESSURE_TOKENS:-64}" --temp 0 --seed 1 --ignore-eos -no-cnv -ngl 99 \
-        -fa on -ctk q8_0 -ctv q8_0 -c 32768 ${PRESSURE_ARGS:-} >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
+        GGML_CUDA_POOL_LOG=info CUDA_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-LAZY} "${cmd[@]}" \
+        >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
     echo "exit $?" >>"$RESULTS/$tag.log"
     stop_bg "$SAMPLER"
+}
+
+# S of a workload into $RESULTS/PREFIX-fixed.txt and FIXED (IDLE: memory.used before it): the
+# unconstrained PRESSURE_BASE run's peak above idle less its pools' peak
+pressure_fixed() {
+    local prefix=$1 workload=$2 base=${PRESSURE_BASE:-ggml-legacy} total peak pools
+    command -v nvcc >/dev/null || die "nvcc builds hold-memory"
+    [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
+    IDLE=$(gpu_used)
+    total=$(nvidia-smi -i "$GPU" --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+    [ -s "$RESULTS/$prefix-free.log" ] || pressure_run "$prefix-free" "$base" "$workload"
+    grep -q '^exit 0$' "$RESULTS/$prefix-free.log" || die "$prefix: the unconstrained $base run failed"
+    peak=$(peak_of "$RESULTS/$prefix-free.smi")
+    pools=$(grep -ao 'peak_reserved_mib=[0-9.]*' "$RESULTS/$prefix-free.stats" | cut -d= -f2 |
+        awk '{ s += $1 } END { printf "%.0f", s }')
+    FIXED=$((peak - IDLE - pools))
+    say "$prefix: $base unconstrained peaks at $((peak - IDLE)) MiB above idle, its pools at $pools MiB: S = $FIXED MiB"
+    echo "idle_mib $IDLE total_mib $total peak_mib $peak pools_mib $pools fixed_mib $FIXED" >"$RESULTS/$prefix-fixed.txt"
+}
+
+# every configuration of $3 at each H of $4, from high to low, until it fails
+pressure_sweep() {
+    local prefix=$1 workload=$2 configs=$3 heads=$4
+    for c in $configs; do
+        for h in $heads; do
+            local tag="$prefix-$(tag_of "$c")-h$h"
+            if [ ! -s "$RESULTS/$tag.log" ]; then
+                hold_start $((FIXED + h)) "$RESULTS/$tag.hold"
+                pressure_run "$tag" "$c" "$workload"
+                stop_bg "$HOLDER"
+            fi
+            local rc
+            rc=$(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1)
+            say "$prefix: $c H=$h MiB: $rc"
+            [ "$rc" = "exit 0" ] || break # lower H fails as well
+        done
+    done
 }
 
 # a second llama-completion on the GPU, over and over, until the file $1 goes away
@@ -365,37 +419,11 @@ cotenant_loop() {
 }
 
 step_pressure() {
-    command -v nvcc >/dev/null || die "nvcc builds hold-memory"
-    [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
     [ -s "$WORK/pressure-prompt.txt" ] ||
         for _ in $(seq 1 $PRESSURE_PROMPT_REPEAT); do printf '%s. ' "$PROMPT"; done >"$WORK/pressure-prompt.txt"
-    local base=${PRESSURE_BASE:-ggml-legacy} idle
-    idle=$(gpu_used)
-    local total
-    total=$(nvidia-smi -i "$GPU" --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-    [ -s "$RESULTS/pressure-free.txt" ] || pressure_run pressure-free "$base"
-    local peak pools fixed
-    peak=$(peak_of "$RESULTS/pressure-free.smi")
-    pools=$(grep -ao 'peak_reserved_mib=[0-9.]*' "$RESULTS/pressure-free.stats" | cut -d= -f2 |
-        awk '{ s += $1 } END { printf "%.0f", s }')
-    fixed=$((peak - idle - pools))
-    say "pressure: $base unconstrained peaks at $((peak - idle)) MiB above idle, its pools at $pools MiB: S = $fixed MiB"
-    echo "idle_mib $idle total_mib $total peak_mib $peak pools_mib $pools fixed_mib $fixed" >"$RESULTS/pressure-fixed.txt"
+    pressure_fixed pressure completion
     local configs=${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}
-    for c in $configs; do
-        for h in ${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}; do
-            local tag="pressure-$(tag_of "$c")-h$h"
-            if [ ! -s "$RESULTS/$tag.log" ]; then
-                hold_start $((fixed + h)) "$RESULTS/$tag.hold"
-                pressure_run "$tag" "$c"
-                stop_bg "$HOLDER"
-            fi
-            local rc
-            rc=$(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1)
-            say "pressure: $c H=$h MiB: $rc"
-            [ "$rc" = "exit 0" ] || break # lower H fails as well
-        done
-    done
+    pressure_sweep pressure completion "$configs" "${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}"
     # the co-tenant: a second model loading and unloading beside each configuration
     local co_h=${PRESSURE_COTENANT_HEADROOM:-64}
     [ -s "$RESULTS/cotenant-free.txt" ] || {
@@ -403,7 +431,7 @@ step_pressure() {
         sample_start "$RESULTS/cotenant-free.smi"
         touch "$flag"; rm -f "$flag.loads"; cotenant_loop "$flag" & local loop=$!
         sleep 8; rm -f "$flag"; wait "$loop"; stop_bg "$SAMPLER"
-        echo "peak_mib $(( $(peak_of "$RESULTS/cotenant-free.smi") - idle ))" >"$RESULTS/cotenant-free.txt"
+        echo "peak_mib $(( $(peak_of "$RESULTS/cotenant-free.smi") - IDLE ))" >"$RESULTS/cotenant-free.txt"
     }
     local co_peak
     co_peak=$(awk '{print $2}' "$RESULTS/cotenant-free.txt")
@@ -411,14 +439,22 @@ step_pressure() {
         local tag="cotenant-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$c
         [ -s "$RESULTS/$tag.log" ] && continue
         touch "$flag"; rm -f "$flag.loads"
-        hold_start $((fixed + co_h + co_peak)) "$RESULTS/$tag.hold"
+        hold_start $((FIXED + co_h + co_peak)) "$RESULTS/$tag.hold"
         cotenant_loop "$flag" &
         local loop=$!
-        pressure_run "$tag" "$c"
+        pressure_run "$tag" "$c" completion
         rm -f "$flag"; wait "$loop"; stop_bg "$HOLDER"
         mv "$flag.loads" "$RESULTS/$tag.loads"
         say "co-tenant: $c H=$co_h MiB (+$co_peak MiB for the co-tenant): $(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1), co-tenant loads $(grep -c 'exit 0' "$RESULTS/$tag.loads") ok of $(grep -c . "$RESULTS/$tag.loads")"
     done
+}
+
+# prompts of growing length into one context under pressure (llama-batched-bench): a pool that
+# keeps the buffers of the shorter prompts cached holds them beside the longer ones'
+step_growing() {
+    pressure_fixed growing growing
+    pressure_sweep growing growing "${GROWING_CONFIGS:-${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}}" \
+        "${GROWING_HEADROOM:-256 128 96 80 64 56 48 40 32 24 16}"
 }
 
 # the pool calls of a llama-bench depth sweep, for pool-replay (README: Trace and replay); the
@@ -440,7 +476,7 @@ step_summary() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative pressure trace summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative pressure growing trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"
