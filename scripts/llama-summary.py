@@ -28,13 +28,32 @@ BOOTSTRAP_SEED = 1
 CONFIDENCE = 0.95
 
 
+def pooled(by_round, rounds=None):
+    """the samples of the given rounds (default: all), a round drawn twice counted twice"""
+    return [x for r in (sorted(by_round) if rounds is None else rounds) for x in by_round[r]]
+
+
 def ratio_interval(values, base):
-    """the ratio of medians and its bootstrap interval (each sample resampled with replacement)"""
+    """The ratio of medians and its bootstrap interval; values and base are samples by round
+    ({round: [t/s, ...]}). The configurations run interleaved round by round, so a round's drift
+    (clocks, temperature, the other tenants of the host) hits all of them alike: where both have
+    two or more rounds in common, the rounds are resampled, the same rounds for both, which keeps
+    that drift out of the interval (a paired bootstrap); otherwise every sample is resampled on
+    its own."""
     rng = random.Random(BOOTSTRAP_SEED)
-    ratios = sorted(statistics.median(rng.choices(values, k=len(values))) /
-                    statistics.median(rng.choices(base, k=len(base))) for _ in range(BOOTSTRAP_RESAMPLES))
+    common = sorted(set(values) & set(base))
+    if len(common) >= 2:
+        def draw():
+            pick = rng.choices(common, k=len(common))
+            return statistics.median(pooled(values, pick)) / statistics.median(pooled(base, pick))
+    else:
+        v, b = pooled(values), pooled(base)
+
+        def draw():
+            return statistics.median(rng.choices(v, k=len(v))) / statistics.median(rng.choices(b, k=len(b)))
+    ratios = sorted(draw() for _ in range(BOOTSTRAP_RESAMPLES))
     tail = (1 - CONFIDENCE) / 2
-    return (statistics.median(values) / statistics.median(base),
+    return (statistics.median(pooled(values)) / statistics.median(pooled(base)),
             ratios[int(tail * len(ratios))], ratios[int((1 - tail) * len(ratios)) - 1])
 
 
@@ -142,14 +161,14 @@ def bench(results):
         m = re.match(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl", os.path.basename(path))
         if not m:
             continue
-        model, kv, config, _ = m.groups()
+        model, kv, config, rnd = m.groups()
         sessions = stats_lines(path[:-len(".jsonl")] + ".stats")
         graphs[(model, kv)][config].append(graph_counts(path[:-len(".jsonl")] + ".stats"))
         for k, line in enumerate(read(path).splitlines(), start=1):
             t = json.loads(line)
             test = f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
             key = (model, kv, test, t["n_depth"])
-            runs[key].setdefault(config, []).extend(t["samples_ts"])
+            runs[key].setdefault(config, defaultdict(list))[int(rnd)].extend(t["samples_ts"])
             if k in sessions:
                 ps = sessions[k]
                 pools[key + (config,)].append((
@@ -163,24 +182,24 @@ def bench(results):
         return
     configs = sorted({c for v in runs.values() for c in v}, key=lambda c: (c != BASELINE, c))
     print("### llama-bench t/s: median of every repetition (spread = (max - min) / median), ratio of medians to %s "
-          "[%d%% bootstrap interval]\n" % (BASELINE, CONFIDENCE * 100))
+          "[%d%% bootstrap interval, rounds resampled in pairs]\n" % (BASELINE, CONFIDENCE * 100))
     print("| model | KV | test | depth | " + " | ".join(configs) + " |")
     print("|---|---|---|---|" + "---|" * len(configs))
     for key in sorted(runs, key=lambda k: (k[0], k[1], k[2], int(k[3]))):
         base = runs[key].get(BASELINE)
-        base_med = statistics.median(base) if base else None
+        base_med = statistics.median(pooled(base)) if base else None
         cells = []
         for c in configs:
             s = runs[key].get(c)
             if not s:
                 cells.append("")
                 continue
-            med, sp = spread(s)
+            med, sp = spread(pooled(s))
             ratio = ""
             if base_med and c != BASELINE:
                 r, lo, hi = ratio_interval(s, base)
                 ratio = f" ({r:.3f}x [{lo:.3f}, {hi:.3f}])"
-            cells.append(f"{med:.1f} ±{sp:.0f}% n={len(s)}{ratio}")
+            cells.append(f"{med:.1f} ±{sp:.0f}% n={len(pooled(s))}{ratio}")
         print("| %s | %s | %s | %s | " % key + " | ".join(cells) + " |")
     print()
     if any(graphs.values()):
@@ -255,7 +274,7 @@ def memory(results):
 
 
 def speculative(results):
-    runs = defaultdict(list)  # config -> [(t/s, md5, accept)]
+    runs = defaultdict(dict)  # config -> round -> (t/s, md5, accept)
     for path in sorted(glob.glob(os.path.join(results, "spec-*.log"))):
         m = re.match(r"spec-(.+)-r(\d+)\.log", os.path.basename(path))
         log = read(path)
@@ -264,24 +283,25 @@ def speculative(results):
         if not m or not speed:
             continue
         text = read(path[:-4] + ".txt") if os.path.exists(path[:-4] + ".txt") else ""
-        runs[m.group(1)].append((float(speed.group(1)), hashlib.md5(text.encode()).hexdigest()[:12],
-                                 accept.group(1) if accept else "?"))
+        runs[m.group(1)][int(m.group(2))] = (float(speed.group(1)), hashlib.md5(text.encode()).hexdigest()[:12],
+                                             accept.group(1) if accept else "?")
     if not runs:
         return
-    base = [r[0] for r in runs.get(BASELINE, [])]
+    speeds = {c: {r: [run[0]] for r, run in rounds.items()} for c, rounds in runs.items()}  # config -> round -> [t/s]
+    base = speeds.get(BASELINE)
     print("### speculative decoding (llama-speculative-simple, two contexts, graphs on): decode t/s, ratio of "
-          "medians to %s [%d%% bootstrap interval]\n" % (BASELINE, CONFIDENCE * 100))
+          "medians to %s [%d%% bootstrap interval, rounds resampled in pairs]\n" % (BASELINE, CONFIDENCE * 100))
     print("| configuration | runs | median t/s | spread | ratio | text md5 | accepted |")
     print("|---|---|---|---|---|---|---|")
     for c in sorted(runs, key=lambda c: (c != BASELINE, c)):
-        ts = [r[0] for r in runs[c]]
+        ts = pooled(speeds[c])
         med, sp = spread(ts)
         ratio = "-"
         if base and c != BASELINE:
-            r, lo, hi = ratio_interval(ts, base)
+            r, lo, hi = ratio_interval(speeds[c], base)
             ratio = f"{r:.3f}x [{lo:.3f}, {hi:.3f}]"
-        md5s = ",".join(sorted({r[1] for r in runs[c]}))
-        accepts = ",".join(sorted({r[2] for r in runs[c]}))
+        md5s = ",".join(sorted({r[1] for r in runs[c].values()}))
+        accepts = ",".join(sorted({r[2] for r in runs[c].values()}))
         print(f"| {c} | {len(ts)} | {med:.1f} | ±{sp:.0f}% | {ratio} | `{md5s}` | {accepts}% |")
     print()
 

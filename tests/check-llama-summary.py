@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""scripts/llama-summary.py's ratio intervals on made-up llama-bench and speculative results: runs
+interleaved round by round, every round's speed drifting by up to 12% for all configurations alike
+(as on a shared GPU machine), 0.5% of noise within a round. The paired interval must keep the drift
+out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, and exclude 1 for one
+3% slower (which an interval resampling each sample on its own cannot tell from drift).
+
+    check-llama-summary.py PATH/TO/llama-summary.py
+"""
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+
+DRIFT = (1.00, 0.88, 1.10, 0.92, 1.05, 0.90, 1.12, 0.95)  # a round's speed, all configurations alike
+NOISE = 0.005
+REPS = 3
+SPEEDS = {"ggml": 1.00, "level": 1.00, "slow": 0.97}  # true speed relative to ggml's pools
+BASE_TS = 600.0
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("llama_summary", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_results(results):
+    rng = random.Random(7)
+    for r, drift in enumerate(DRIFT):
+        for config, speed in SPEEDS.items():
+            samples = [BASE_TS * drift * speed * (1 + rng.uniform(-NOISE, NOISE)) for _ in range(REPS)]
+            with open(os.path.join(results, f"bench-1b-q8_0-f16-{config}-r{r}.jsonl"), "w") as f:
+                f.write(json.dumps({"n_prompt": 0, "n_gen": 128, "n_depth": 0, "samples_ts": samples}) + "\n")
+            with open(os.path.join(results, f"spec-{config}-r{r}.log"), "w") as f:
+                f.write(f"decoded  192 tokens in   1.500 seconds, speed:  {samples[0] / 4:.3f} t/s\n"
+                        "accept    = 9.272%\n")
+
+
+def interval(output, config, row_start):
+    """(ratio, low, high) of a configuration in the first table row starting with row_start"""
+    header = next(l for l in output.splitlines() if l.startswith("| model |") or l.startswith("| configuration |"))
+    row = next(l for l in output.splitlines() if l.startswith(row_start))
+    cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
+    m = re.search(r"([\d.]+)x \[([\d.]+), ([\d.]+)\]", cells.get(config, row))
+    return tuple(float(x) for x in m.groups())
+
+
+def check(cond, what, output):
+    if not cond:
+        print(output)
+        sys.exit(f"FAILED: {what}")
+    print(f"ok: {what}")
+
+
+def main():
+    summary = load(sys.argv[1])
+    with tempfile.TemporaryDirectory() as results:
+        write_results(results)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            summary.bench(results)
+        bench = out.getvalue()
+        level = interval(bench, "level", "| 1b-q8_0 |")
+        slow = interval(bench, "slow", "| 1b-q8_0 |")
+        check(level[1] <= 1.0 <= level[2], f"llama-bench: a configuration as fast as ggml's: {level} contains 1", bench)
+        check(level[2] - level[1] < 0.02, f"llama-bench: 12% of drift between rounds stays out: {level} narrower "
+              "than 0.02", bench)
+        check(slow[2] < 1.0, f"llama-bench: a configuration 3% slower: {slow} excludes 1", bench)
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            summary.speculative(results)
+        spec = out.getvalue()
+        level = interval(spec, None, "| level |")
+        slow = interval(spec, None, "| slow |")
+        check(level[1] <= 1.0 <= level[2], f"speculative: as fast as ggml's: {level} contains 1", spec)
+        check(slow[2] < 1.0, f"speculative: 3% slower: {slow} excludes 1", spec)
+
+
+if __name__ == "__main__":
+    main()
