@@ -18,9 +18,10 @@
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
 #             compute-sanitizer memcheck with leak check
 #   bench     llama-bench tg128 -fa 1 on 1b-q8_0, KV f16 and q8_0, at depths 0/4096/32768;
-#             configurations interleaved round by round so drift hits all alike (8 rounds x 3
-#             repetitions: 24 samples a configuration); each pool's statistics and each context's
-#             CUDA graph counts (captures, instantiations, updates)
+#             configurations interleaved round by round so drift hits all alike, each round starting
+#             one configuration further along (8 rounds x 3 repetitions: 24 samples a
+#             configuration); each pool's statistics and each context's CUDA graph counts
+#             (captures, instantiations, updates)
 #   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs
 #             on 8b-q8_0, KV q8_0, at depths 0/8192/32768, per configuration; llama.cpp's own
 #             buffer lines (-v)
@@ -92,6 +93,13 @@ pool_env() {
 }
 # a configuration as a file name part
 tag_of() { echo "${1/:/-}"; }
+# the configurations in round $1's order: each round starts one further along, so no configuration
+# always runs first (or last) in its round, where a round's own trend would favour it
+round_order() {
+    local r=$1 configs=($CONFIGS)
+    local n=${#configs[@]} i
+    for ((i = 0; i < n; i++)); do echo "${configs[(i + r - 1) % n]}"; done
+}
 module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
@@ -278,7 +286,7 @@ step_bench() {
     for r in $(seq 1 "$rounds"); do
         for m in ${BENCH_MODELS:-1b-q8_0}; do
             for kv in ${BENCH_KV:-f16 q8_0}; do
-                for c in $CONFIGS; do
+                for c in $(round_order "$r"); do
                     local tag="bench-$m-$kv-$(tag_of "$c")-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
                     if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
@@ -328,7 +336,7 @@ step_memory() {
 step_speculative() {
     local rounds=${SPEC_ROUNDS:-6} tokens=${SPEC_TOKENS:-192}
     for r in $(seq 1 "$rounds"); do
-        for c in $CONFIGS; do
+        for c in $(round_order "$r"); do
             local tag="spec-$(tag_of "$c")-r$r"
             [ -s "$RESULTS/$tag.log" ] && continue
             env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
