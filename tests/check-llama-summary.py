@@ -8,9 +8,6 @@ out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, a
     check-llama-summary.py PATH/TO/llama-summary.py
 """
 
-import contextlib
-import importlib.util
-import io
 import json
 import os
 import random
@@ -18,18 +15,13 @@ import re
 import sys
 import tempfile
 
+from script_check import captured, check, load_script
+
 DRIFT = (1.00, 0.88, 1.10, 0.92, 1.05, 0.90, 1.12, 0.95)  # a round's speed, all configurations alike
 NOISE = 0.005
 REPS = 3
 SPEEDS = {"ggml": 1.00, "level": 1.00, "slow": 0.97}  # true speed relative to ggml's pools
 BASE_TS = 600.0
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("llama_summary", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def write_results(results):
@@ -53,21 +45,11 @@ def interval(output, config, row_start):
     return tuple(float(x) for x in m.groups())
 
 
-def check(cond, what, output):
-    if not cond:
-        print(output)
-        sys.exit(f"FAILED: {what}")
-    print(f"ok: {what}")
-
-
 def main():
-    summary = load(sys.argv[1])
+    summary = load_script(sys.argv[1], "llama_summary")
     with tempfile.TemporaryDirectory() as results:
         write_results(results)
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            summary.bench(results)
-        bench = out.getvalue()
+        _, bench = captured(summary.bench, results)
         level = interval(bench, "level", "| 1b-q8_0 |")
         slow = interval(bench, "slow", "| 1b-q8_0 |")
         check(level[1] <= 1.0 <= level[2], f"llama-bench: a configuration as fast as ggml's: {level} contains 1", bench)
@@ -75,10 +57,7 @@ def main():
               "than 0.02", bench)
         check(slow[2] < 1.0, f"llama-bench: a configuration 3% slower: {slow} excludes 1", bench)
 
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            summary.speculative(results)
-        spec = out.getvalue()
+        _, spec = captured(summary.speculative, results)
         level = interval(spec, None, "| level |")
         slow = interval(spec, None, "| slow |")
         check(level[1] <= 1.0 <= level[2], f"speculative: as fast as ggml's: {level} contains 1", spec)

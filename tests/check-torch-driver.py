@@ -6,22 +6,14 @@ what finished, and that a second call runs only what is missing, in round order,
     check-torch-driver.py PATH/TO/torch_generate.py
 """
 
-import contextlib
-import importlib.util
-import io
 import json
 import os
 import sys
 import tempfile
 
+from script_check import captured, check, load_script
+
 RUN_SECONDS = 10.0
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("torch_generate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class FakeRuns:
@@ -49,21 +41,11 @@ def drive(tg, fake, argv):
     tg.spawn = fake.spawn
     tg.time.monotonic = fake.monotonic
     sys.argv = ["torch_generate.py"] + argv
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = tg.drive(tg.parse_args())
-    return rc, out.getvalue()
-
-
-def check(cond, what, output):
-    if not cond:
-        print(output)
-        sys.exit(f"FAILED: {what}")
-    print(f"ok: {what}")
+    return captured(tg.drive, tg.parse_args())
 
 
 def main():
-    tg = load(sys.argv[1])
+    tg = load_script(sys.argv[1], "torch_generate")
     with tempfile.TemporaryDirectory() as tmp:
         results = os.path.join(tmp, "runs.jsonl")
         common = ["--kinds", "legacy,native,vmm", "--rounds", "2", "--results", results]
