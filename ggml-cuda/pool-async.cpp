@@ -175,26 +175,14 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     return OK;
 }
 
-size_t pool_async::room_budget(size_t bytes) const {
+void pool_async::make_room_within_headroom(size_t bytes) {
     const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
     if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
-        return SIZE_MAX; // nothing to give back, or what the pool holds may serve it
+        return; // nothing to give back, or what the pool holds may serve it
     }
     // it must grow: what it would hold beyond the headroom goes back first
     const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
-    return pool_reserved_ + bytes > budget ? budget : SIZE_MAX;
-}
-
-void pool_async::make_room_within_headroom(size_t bytes) {
-    if (room_budget(bytes) == SIZE_MAX) {
-        return;
-    }
-    // the usage was read at the last allocation: the frees since then (ggml frees a layer's
-    // buffers before it asks for the next layer's) may serve this one. Read it again before a
-    // synchronize and a trim that would give back what the request could use
-    observe();
-    const size_t budget = room_budget(bytes);
-    if (budget != SIZE_MAX) {
+    if (pool_reserved_ + bytes > budget) {
         give_back_down_to(budget > bytes ? budget - bytes : 0, 0);
     }
 }

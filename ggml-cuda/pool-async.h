@@ -53,9 +53,6 @@ class pool_async final : public pool {
     void   make_room_within_headroom(size_t bytes);
     void   keep_within_headroom(size_t pending);
     void   give_back_down_to(size_t keep, size_t pending);
-    // by the usage last read: the budget within which a request of `bytes` must leave the pool,
-    // when it would grow past it; SIZE_MAX when nothing needs to go back first
-    size_t room_budget(size_t bytes) const;
     void   on_unpinned() override { drain(); }
     void   on_stream_change() override { drain(); }
     // an allocation while the stream is capturing: from the capture cache (best fit), else a

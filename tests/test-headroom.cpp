@@ -98,37 +98,6 @@ TEST_P(Headroom, NoMoreDriverAllocationsThanWithoutIt) {
 INSTANTIATE_TEST_SUITE_P(Kinds, Headroom,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC), kind_name);
 
-// The async kind reads its stream-ordered pool's usage after each allocation, and frees come
-// between: before it gives memory back (a synchronize and a trim) it reads the usage again, so
-// memory freed since the last allocation, which may serve this one, is not taken for a pool that
-// must grow. Without the second read, C below synchronized and trimmed the 16 MiB block that
-// serves it, then allocated anew.
-TEST(HeadroomRule, AsyncFreesSinceTheLastAllocationServeItWithoutASynchronize) {
-    sim_device       device(sim_params(1024 * MiB));
-    ggml_cpool_ctx_t ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool = pool_of(ctx);
-    buf              a    = alloc(pool, 16 * MiB);
-    buf              b    = alloc(pool, 8 * MiB); // peak 24 MiB live, 24 reserved
-    release(pool, a);
-    release(pool, b);
-    buf s = alloc(pool, 12 * MiB); // served by a's block: 16 of 24 MiB in use when it was read
-    release(pool, s);              // all 24 unused now, the last read says 8
-    const uint64_t   syncs  = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_STREAM_SYNC) +
-                           ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_SYNCHRONIZE);
-    ggml_cpool_stats before = stats_of(pool);
-    buf              c      = alloc(pool, 10 * MiB);
-    ggml_cpool_stats after  = stats_of(pool);
-    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_STREAM_SYNC) +
-                  ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_SYNCHRONIZE),
-              syncs)
-        << "nothing had to go back";
-    EXPECT_EQ(after.driver_allocs, before.driver_allocs) << "the freed 16 MiB block serves it";
-    EXPECT_EQ(after.hits, before.hits + 1);
-    EXPECT_EQ(after.reserved_bytes, 24 * MiB);
-    release(pool, c);
-    ggml_cpool_ctx_free(ctx);
-}
-
 // a captured graph's buffers stay where the graph will use them: no release during a capture
 TEST(HeadroomRule, NothingGoesBackWhileTheStreamCaptures) {
     sim_device            device(sim_params(1024 * MiB));
