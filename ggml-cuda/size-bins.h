@@ -28,13 +28,13 @@ class size_bins {
     // may throw std::bad_alloc, and then nothing changed
     void reserve(size_t size) {
         auto it = lower(size);
-        if (it != bins_.end() && it->size == size) {
+        if (holds_size(it, size)) {
             it->stack.reserve(it->stack.size() + it->out + 1);
             it->out++;
             return;
         }
         const size_t at = size_t(it - bins_.begin());
-        bin          fresh{ size, 1, {} };
+        bin          fresh{ 1, {} };
         fresh.stack.reserve(1);
         grow(bins_, bins_.size() + 1);
         grow(sizes_, bins_.size() + 1);
@@ -60,7 +60,7 @@ class size_bins {
         b.stack.pop_back();
         b.out++;
         count_--;
-        bytes_ -= b.size;
+        bytes_ -= sizes_[i];
         if (b.stack.empty()) {
             unmark(i);
         }
@@ -85,7 +85,7 @@ class size_bins {
     // removes a cached buffer (it goes back to the driver); false when it is not cached
     bool remove(const void * ptr, size_t size) {
         auto it = lower(size);
-        if (it == bins_.end() || it->size != size) {
+        if (!holds_size(it, size)) {
             return false;
         }
         auto e = std::find_if(it->stack.begin(), it->stack.end(), [&](const buffer & b) { return b.ptr == ptr; });
@@ -116,8 +116,7 @@ class size_bins {
     }
 
   private:
-    struct bin {
-        size_t              size;
+    struct bin { // its size is sizes_ at the same index
         size_t              out; // buffers of this size handed out: the stack keeps room for them
         std::vector<buffer> stack;
     };
@@ -146,6 +145,11 @@ class size_bins {
         }
         const size_t at = size_t(base - sizes_.data()) + (*base < size ? 1 : 0);
         return bins_.begin() + std::ptrdiff_t(at);
+    }
+
+    // whether `it` (from lower(size)) is the bin of exactly `size`
+    bool holds_size(std::vector<bin>::iterator it, size_t size) const {
+        return it != bins_.end() && sizes_[size_t(it - bins_.begin())] == size;
     }
 
     void erase(std::vector<bin>::iterator it) {
@@ -188,7 +192,7 @@ class size_bins {
     }
 
     std::vector<bin>      bins_;  // ascending sizes
-    std::vector<size_t>   sizes_; // bins_[i].size, for the search
+    std::vector<size_t>   sizes_; // bins_[i]'s buffer size, dense for the search
     std::vector<uint64_t> marks_; // bit i: bins_[i] holds a cached buffer
     size_t                count_ = 0;
     size_t                bytes_ = 0;
