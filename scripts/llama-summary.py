@@ -367,15 +367,14 @@ def pressure_table(results, prefix, what, has_text):
     for c in sorted(runs, key=lambda c: (not c.startswith(BASELINE), c)):
         print(f"| {c} | " + " | ".join(runs[c].get(h, "-") for h in heads) + " |")
     print()
-    return reference
 
 
 def pressure(results):
-    reference = None
     for prefix, what, has_text in PRESSURE_WORKLOADS:
-        ref = pressure_table(results, prefix, what, has_text)
-        if prefix == "pressure":
-            reference = ref
+        pressure_table(results, prefix, what, has_text)
+    # the co-tenant runs are llama-completion's: their text is the unconstrained completion's
+    free = os.path.join(results, "pressure-free.txt")
+    reference = read(free) if os.path.exists(free) else None
     rows = []
     for path in sorted(glob.glob(os.path.join(results, "cotenant-*-h*.log"))):
         m = re.match(r"cotenant-(.+)-h(\d+)\.log", os.path.basename(path))
