@@ -359,6 +359,7 @@ step_speculative() {
 #               one context, as a server sees them, so the pools' request sizes grow during the
 #               run (step growing)
 PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 6000 tokens of prompt
+PRESSURE_CONFIGS=${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}
 
 # one run of a workload under pressure: the caller's holder (if any) is in place
 pressure_run() {
@@ -430,8 +431,7 @@ step_pressure() {
     [ -s "$WORK/pressure-prompt.txt" ] ||
         for _ in $(seq 1 $PRESSURE_PROMPT_REPEAT); do printf '%s. ' "$PROMPT"; done >"$WORK/pressure-prompt.txt"
     pressure_fixed pressure completion
-    local configs=${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}
-    pressure_sweep pressure completion "$configs" "${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}"
+    pressure_sweep pressure completion "$PRESSURE_CONFIGS" "${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}"
     # the co-tenant: a second model loading and unloading beside each configuration
     local co_h=${PRESSURE_COTENANT_HEADROOM:-64}
     [ -s "$RESULTS/cotenant-free.txt" ] || {
@@ -443,7 +443,7 @@ step_pressure() {
     }
     local co_peak
     co_peak=$(awk '{print $2}' "$RESULTS/cotenant-free.txt")
-    for c in $configs; do
+    for c in $PRESSURE_CONFIGS; do
         local tag="cotenant-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$c
         [ -s "$RESULTS/$tag.log" ] && continue
         touch "$flag"; rm -f "$flag.loads"
@@ -461,7 +461,7 @@ step_pressure() {
 # keeps the buffers of the shorter prompts cached holds them beside the longer ones'
 step_growing() {
     pressure_fixed growing growing
-    pressure_sweep growing growing "${GROWING_CONFIGS:-${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}}" \
+    pressure_sweep growing growing "${GROWING_CONFIGS:-$PRESSURE_CONFIGS}" \
         "${GROWING_HEADROOM:-256 128 96 80 64 56 48 40 32 24 16}"
 }
 
