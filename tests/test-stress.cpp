@@ -21,6 +21,7 @@ constexpr int      THREADS      = 4;
 constexpr size_t   CAPACITY     = size_t(64) << 30; // host pages are never touched: virtual only
 constexpr size_t   TRIM_EVERY   = 50000;
 constexpr size_t   RECENT       = 8;                // frees favour the most recent buffers, as a graph does
+constexpr uint64_t RECENT_SHARE = 7;                // of 10 frees, one of the RECENT; the rest anywhere
 constexpr size_t   MAX_SIZE_LOG = 23;               // requests up to 8 MiB
 constexpr size_t   LIVE_TARGET  = 48;               // live buffers hover around this count
 constexpr size_t   TIGHT_CAPACITY  = 96 * MiB;      // a device that runs out under this traffic
@@ -308,9 +309,6 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
     std::string              failure;
     // frees favour the most recent buffers, as a graph's do, and also fall anywhere: every kind
     // reuses what is freed out of order (the VMM pool through its holes)
-    const uint64_t recent_share = 7;
-    const size_t   recent       = RECENT;
-    const size_t   live_target  = LIVE_TARGET;
     for (size_t i = 0; i < ops && failure.empty(); i++) {
         uint64_t r = rng();
         if (i % TRIM_EVERY == TRIM_EVERY - 1) {
@@ -318,7 +316,7 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
                 failure = "trim failed";
             }
             m->trim();
-        } else if (order.empty() || r % 100 < (order.size() < live_target ? 60u : 40u)) {
+        } else if (order.empty() || r % 100 < (order.size() < LIVE_TARGET ? 60u : 40u)) {
             size_t size = size_t(1) << (rng() % MAX_SIZE_LOG);
             size += rng() % size;
             bool   oa = r % 10 == 0;
@@ -346,7 +344,7 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
             live[addr] = b;
             order.push_back(b);
         } else {
-            size_t pick = r % 10 < recent_share ? order.size() - 1 - rng() % std::min(order.size(), recent)
+            size_t pick = r % 10 < RECENT_SHARE ? order.size() - 1 - rng() % std::min(order.size(), RECENT)
                                                 : rng() % order.size();
             buf    b    = order[pick];
             order.erase(order.begin() + std::ptrdiff_t(pick));
