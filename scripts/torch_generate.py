@@ -116,10 +116,13 @@ def run_one(args):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(**CONFIGS[args.config], max_position_embeddings=args.prompt + args.gen + WARMUP_TOKENS)
+    # random weights drawn on the GPU in bf16: the same seeded draws in every process, in seconds
+    # where drawing them on the CPU took most of a run
     torch.manual_seed(SEED)
-    with torch.device("cpu"):  # random weights drawn on the CPU: the same in every process
-        model = LlamaForCausalLM(config).to(torch.bfloat16)
-    model = model.to("cuda").eval()
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(config).eval()
+    torch.set_default_dtype(torch.float32)
     generator = torch.Generator().manual_seed(SEED)
     prompt = torch.randint(config.vocab_size, (1, args.prompt), generator=generator).to("cuda")
 
@@ -249,7 +252,8 @@ def run_line(r):
     live = r["peak_live_mib"]
     return (f"round {r['round'] + 1} {r['kind']}: {r['tok_s']:.1f} tok/s, peak reserved {r['peak_reserved_mib']:.1f} MiB, "
             f"peak live {live:.1f} MiB ({r['peak_reserved_mib'] / live if live else float('nan'):.2f}x), "
-            f"logits {r.get('logits')}, tokens {r.get('tokens')}")
+            f"logits {r.get('logits')}, tokens {r.get('tokens')}"
+            + (f", process {r['process_s']:.0f} s" if "process_s" in r else ""))
 
 
 def drive(args):
@@ -279,6 +283,7 @@ def drive(args):
             if result is None:
                 failed += 1
                 continue
+            result["process_s"] = time.monotonic() - t0
             result["round"] = r
             runs[kind].append(result)
             if args.results:
