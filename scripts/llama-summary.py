@@ -194,12 +194,13 @@ def bench(results):
             if not s:
                 cells.append("")
                 continue
-            med, sp = spread(pooled(s))
+            samples = pooled(s)
+            med, sp = spread(samples)
             ratio = ""
             if base_med and c != BASELINE:
                 r, lo, hi = ratio_interval(s, base)
                 ratio = f" ({r:.3f}x [{lo:.3f}, {hi:.3f}])"
-            cells.append(f"{med:.1f} ±{sp:.0f}% n={len(pooled(s))}{ratio}")
+            cells.append(f"{med:.1f} ±{sp:.0f}% n={len(samples)}{ratio}")
         print("| %s | %s | %s | %s | " % key + " | ".join(cells) + " |")
     print()
     if any(graphs.values()):
@@ -309,12 +310,6 @@ def speculative(results):
 EVAL_SPEED = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
 
 
-def pools_peak(results, tag):
-    """the pools' peak reserved MiB of a run, every pool summed"""
-    return sum(float(kv.get("peak_reserved_mib", 0)) for ps in stats_lines(os.path.join(results, tag + ".stats")).values()
-               for kv in ps)
-
-
 def pressure_cell(results, tag, reference):
     """a run under pressure: completed (whether its text is the unconstrained one, when it has
     one; its speed; its pools' peak; reclaims and flushes) or aborted (and where)"""
@@ -331,12 +326,12 @@ def pressure_cell(results, tag, reference):
     speed = [m.group(1) for m in EVAL_SPEED.finditer(log)]
     if speed:
         parts.append(f"{float(speed[-1]):.0f} t/s")
-    parts.append(f"pools {pools_peak(results, tag):.0f} MiB")
+    pools = [kv for ps in stats_lines(os.path.join(results, tag + ".stats")).values() for kv in ps]
+    parts.append(f"pools {sum(float(kv.get('peak_reserved_mib', 0)) for kv in pools):.0f} MiB")  # every pool summed
     counts = defaultdict(int)
-    for ps in stats_lines(os.path.join(results, tag + ".stats")).values():
-        for kv in ps:
-            for k in ("lru_reclaims", "flushes"):
-                counts[k] += int(kv.get(k, 0))
+    for kv in pools:
+        for k in ("lru_reclaims", "flushes"):
+            counts[k] += int(kv.get(k, 0))
     parts += [f"{k.replace('lru_', '')} {n}" for k, n in counts.items() if n]
     return ", ".join(parts)
 

@@ -279,11 +279,12 @@ def drive(args):
                 break
             t0 = time.monotonic()
             result = spawn(args, kind, reference)
-            longest = max(longest, time.monotonic() - t0)
+            elapsed = time.monotonic() - t0
+            longest = max(longest, elapsed)
             if result is None:
                 failed += 1
                 continue
-            result["process_s"] = time.monotonic() - t0
+            result["process_s"] = elapsed
             result["round"] = r
             runs[kind].append(result)
             if args.results:
