@@ -103,8 +103,8 @@ round_order() {
 module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
-# the GPU's memory.used in MiB, now
-gpu_used() { nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+# the GPU's memory.$1 (used, total) in MiB, now
+gpu_mib() { nvidia-smi -i "$GPU" --query-gpu="memory.$1" --format=csv,noheader,nounits | head -1; }
 # memory.used every 50 ms into $1, until stop_bg "$SAMPLER"; its peak: peak_of $1
 sample_start() {
     nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$1" &
@@ -315,7 +315,7 @@ step_memory() {
             local tag="memory-$model-d$d-$(tag_of "$c")"
             [ -s "$RESULTS/$tag.txt" ] && continue
             local idle peak rc
-            idle=$(gpu_used)
+            idle=$(gpu_mib used)
             sample_start "$RESULTS/$tag.smi"
             env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
                 "$BIN/llama-bench" -m "$MODELS/$model.gguf" -p 512 -n 32 -fa 1 -ctk q8_0 -ctv q8_0 -d "$d" -r 1 -v \
@@ -386,8 +386,8 @@ pressure_fixed() {
     local prefix=$1 workload=$2 base=${PRESSURE_BASE:-ggml-legacy} total peak pools
     command -v nvcc >/dev/null || die "nvcc builds hold-memory"
     [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
-    IDLE=$(gpu_used)
-    total=$(nvidia-smi -i "$GPU" --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+    IDLE=$(gpu_mib used)
+    total=$(gpu_mib total)
     [ -s "$RESULTS/$prefix-free.log" ] || pressure_run "$prefix-free" "$base" "$workload"
     grep -q '^exit 0$' "$RESULTS/$prefix-free.log" || die "$prefix: the unconstrained $base run failed"
     peak=$(peak_of "$RESULTS/$prefix-free.smi")
