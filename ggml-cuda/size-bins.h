@@ -1,13 +1,13 @@
 #pragma once
 // The legacy pool's buffers by size: one bin per distinct buffer size, kept sorted, each holding a
 // stack of the cached buffers of that size. Best fit is the first bin at or above the request that
-// holds one: a binary search over the bins' sizes (a dense array of their own, so the search
-// touches a few cache lines), then a bitmap of the bins that hold any. A buffer usually comes back
-// to the bin it was last taken from (ggml frees in the reverse order it allocates), which put()
-// checks before it searches. A bin counts the buffers of its size that are out (handed to the
-// consumer) and keeps room for every one of them, so a buffer comes back without an allocation:
-// only reserve() and take() on the allocating path grow anything. A bin goes when its last buffer,
-// cached or out, goes back to the driver.
+// holds one: a binary search over the bins' sizes, or a count of the sizes below the request when
+// there are few (a dense array of their own, so either touches a few cache lines), then a bitmap of
+// the bins that hold any. A buffer usually comes back to the bin it was last taken from (ggml
+// frees in the reverse order it allocates), which put() checks before it searches. A bin counts
+// the buffers of its size that are out (handed to the consumer) and keeps room for every one of
+// them, so a buffer comes back without an allocation: only reserve() and take() on the allocating
+// path grow anything. A bin goes when its last buffer, cached or out, goes back to the driver.
 
 #include <algorithm>
 #include <cstddef>
@@ -120,7 +120,8 @@ class size_bins {
         size_t              out; // buffers of this size handed out: the stack keeps room for them
         std::vector<buffer> stack;
     };
-    static constexpr size_t WORD = 64;
+    static constexpr size_t WORD         = 64;
+    static constexpr size_t COUNTED_BINS = 16; // up to this many bins, lower() counts instead of searching
 
     static size_t words(size_t bins) { return (bins + WORD - 1) / WORD; }
 
@@ -138,6 +139,16 @@ class size_bins {
             return bins_.end();
         }
         const size_t * base = sizes_.data();
+        if (n <= COUNTED_BINS) {
+            // a few bins: count the sizes below the request, compares that do not depend on each
+            // other and no branch to mispredict (a random request mix mispredicts a short search's
+            // steps about every other time); larger pools keep the search, which is faster there
+            size_t below = 0;
+            for (size_t i = 0; i < n; i++) {
+                below += size_t(base[i] < size);
+            }
+            return bins_.begin() + std::ptrdiff_t(below);
+        }
         while (n > 1) {
             const size_t half = n / 2;
             base              = base[half - 1] < size ? base + half : base;

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -69,17 +70,23 @@ TEST(Headroom, TheBudgetIsPeakPlusThePercentAndSaturates) {
     EXPECT_EQ(gcp::headroom_budget(SIZE_MAX / 4, GGML_CPOOL_HEADROOM_UNLIMITED - 1), SIZE_MAX);
 }
 
-TEST(SizeBins, BestFitMatchesAnOrderedModel) {
+// how often each operation comes, out of their sum
+struct op_mix {
+    uint64_t allocs, frees, removals;
+};
+
+// random takes, puts and removals over buffers of the given sizes, checked against an ordered model
+void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
     gcp::size_bins                         bins;
     std::multimap<size_t, void *>          model; // cached: size -> ptr
     std::vector<std::pair<void *, size_t>> out;   // handed out
     std::mt19937_64                        rng(SEED);
     uint64_t                               next = 0, clock = 0;
-    const size_t                           sizes[] = { 256, 512, 768, 4096, 65536, 1 << 20, 3 << 20, 8 << 20 };
     for (int op = 0; op < OPS; op++) {
-        switch (rng() % 4) {
+        const uint64_t pick = rng() % (mix.allocs + mix.frees + mix.removals);
+        switch (pick < mix.allocs ? 0 : pick < mix.allocs + mix.frees ? 1 : 2) {
             case 0: { // alloc: best fit, else a fresh buffer of a size near the request
-                size_t               want = sizes[rng() % 8] - rng() % 200;
+                size_t               want = sizes[rng() % sizes.size()] - rng() % 200;
                 gcp::size_bins::buffer b{};
                 auto                 fit = model.lower_bound(want);
                 bool                 hit = bins.take(want, &b);
@@ -92,14 +99,13 @@ TEST(SizeBins, BestFitMatchesAnOrderedModel) {
                     model.erase(e);
                     out.push_back({ b.ptr, b.size });
                 } else {
-                    size_t size = sizes[rng() % 8];
+                    size_t size = sizes[rng() % sizes.size()];
                     bins.reserve(size);
                     out.push_back({ fake_ptr(next++), size });
                 }
                 break;
             }
-            case 1:
-            case 2: // free into the cache
+            case 1: // free into the cache
                 if (!out.empty()) {
                     size_t i = rng() % out.size();
                     bins.put(out[i].first, out[i].second, ++clock);
@@ -129,6 +135,19 @@ TEST(SizeBins, BestFitMatchesAnOrderedModel) {
             ASSERT_EQ(bins.bytes(), bytes);
         }
     }
+}
+
+TEST(SizeBins, BestFitMatchesAnOrderedModelWithFewSizes) { // lower() counts
+    check_best_fit({ 256, 512, 768, 4096, 65536, 1 << 20, 3 << 20, 8 << 20 }, { 1, 2, 1 });
+}
+
+TEST(SizeBins, BestFitMatchesAnOrderedModelWithManySizes) { // lower() searches
+    std::vector<size_t> sizes;
+    for (size_t size = 4096; sizes.size() < 96; size += size / 8 / 256 * 256 + 256) {
+        sizes.push_back(size);
+    }
+    // more allocs than frees: buffers pile up out of the cache, so every size keeps its bin
+    check_best_fit(sizes, { 4, 3, 1 });
 }
 
 TEST(SizeBins, AnUnreservedSizeLeavesNoBin) {
