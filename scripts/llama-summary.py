@@ -274,8 +274,20 @@ def memory(results):
     print()
 
 
+def pool_calls(path):
+    """a run's pool allocations and the milliseconds inside its pools' calls (None where a line has no
+    call_ms), every pool of every context summed"""
+    allocs, ms = 0, 0.0
+    for lines in stats_lines(path).values():
+        for kv in lines:
+            allocs += int(kv.get("allocs", 0))
+            ms = ms + float(kv["call_ms"]) if ms is not None and "call_ms" in kv else None
+    return allocs, ms
+
+
 def speculative(results):
     runs = defaultdict(dict)  # config -> round -> (t/s, md5, accept)
+    calls = defaultdict(list)  # config -> [(allocs, ms in pool calls)] per run with a stats file
     for path in sorted(glob.glob(os.path.join(results, "spec-*.log"))):
         m = re.match(r"spec-(.+)-r(\d+)\.log", os.path.basename(path))
         log = read(path)
@@ -286,14 +298,17 @@ def speculative(results):
         text = read(path[:-4] + ".txt") if os.path.exists(path[:-4] + ".txt") else ""
         runs[m.group(1)][int(m.group(2))] = (float(speed.group(1)), hashlib.md5(text.encode()).hexdigest()[:12],
                                              accept.group(1) if accept else "?")
+        if os.path.exists(path[:-4] + ".stats"):
+            calls[m.group(1)].append(pool_calls(path[:-4] + ".stats"))
     if not runs:
         return
     speeds = {c: {r: [run[0]] for r, run in rounds.items()} for c, rounds in runs.items()}  # config -> round -> [t/s]
     base = speeds.get(BASELINE)
     print("### speculative decoding (llama-speculative-simple, two contexts, graphs on): decode t/s, ratio of "
           "medians to %s [%d%% bootstrap interval, rounds resampled in pairs]\n" % (BASELINE, CONFIDENCE * 100))
-    print("| configuration | runs | median t/s | spread | ratio | text md5 | accepted |")
-    print("|---|---|---|---|---|---|---|")
+    print("| configuration | runs | median t/s | spread | ratio | text md5 | accepted | pool allocs/run "
+          "| ms in pool calls/run |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c in sorted(runs, key=lambda c: (c != BASELINE, c)):
         ts = pooled(speeds[c])
         med, sp = spread(ts)
@@ -303,7 +318,10 @@ def speculative(results):
             ratio = f"{r:.3f}x [{lo:.3f}, {hi:.3f}]"
         md5s = ",".join(sorted({r[1] for r in runs[c].values()}))
         accepts = ",".join(sorted({r[2] for r in runs[c].values()}))
-        print(f"| {c} | {len(ts)} | {med:.1f} | ±{sp:.0f}% | {ratio} | `{md5s}` | {accepts}% |")
+        allocs = ",".join(str(a) for a in sorted({a for a, _ in calls[c]})) or "-"
+        ms = [t for _, t in calls[c] if t is not None]
+        ms_cell = f"{statistics.median(ms):.1f} ({min(ms):.1f}-{max(ms):.1f})" if ms else "-"
+        print(f"| {c} | {len(ts)} | {med:.1f} | ±{sp:.0f}% | {ratio} | `{md5s}` | {accepts}% | {allocs} | {ms_cell} |")
     print()
 
 

@@ -3,7 +3,9 @@
 interleaved round by round, every round's speed drifting by up to 12% for all configurations alike
 (as on a shared GPU machine), 0.5% of noise within a round. The paired interval must keep the drift
 out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, and exclude 1 for one
-3% slower (which an interval resampling each sample on its own cannot tell from drift).
+3% slower (which an interval resampling each sample on its own cannot tell from drift). The
+speculative table also sums each run's pool allocations and time in pool calls over its stats
+lines (a context each), and says "-" where the lines carry no time.
 
     check-llama-summary.py PATH/TO/llama-summary.py
 """
@@ -22,6 +24,12 @@ NOISE = 0.005
 REPS = 3
 SPEEDS = {"ggml": 1.00, "level": 1.00, "slow": 0.97}  # true speed relative to ggml's pools
 BASE_TS = 600.0
+SPEC_ALLOCS = (10, 200)  # a run's two contexts
+
+
+def call_ms(config, r):
+    """the made-up time inside one run's pool calls, per context: none for "slow" (an older line)"""
+    return None if config == "slow" else ((r + 1) * 0.5, 1.0)
 
 
 def write_results(results):
@@ -34,6 +42,11 @@ def write_results(results):
             with open(os.path.join(results, f"spec-{config}-r{r}.log"), "w") as f:
                 f.write(f"decoded  192 tokens in   1.500 seconds, speed:  {samples[0] / 4:.3f} t/s\n"
                         "accept    = 9.272%\n")
+            with open(os.path.join(results, f"spec-{config}-r{r}.stats"), "w") as f:
+                for session, allocs in enumerate(SPEC_ALLOCS, 1):
+                    ms = call_ms(config, r)
+                    f.write(f"ggml-cuda-pool stats: session={session} device=0 slot=0 pool={config} allocs={allocs} "
+                            f"hits={allocs}" + (f" call_ms={ms[session - 1]:.3f}" if ms else "") + "\n")
 
 
 def interval(output, config, row_start):
@@ -62,6 +75,20 @@ def main():
         slow = interval(spec, None, "| slow |")
         check(level[1] <= 1.0 <= level[2], f"speculative: as fast as ggml's: {level} contains 1", spec)
         check(slow[2] < 1.0, f"speculative: 3% slower: {slow} excludes 1", spec)
+
+        header = [h.strip() for h in next(l for l in spec.splitlines() if l.startswith("| configuration |")).split("|")]
+        row = dict(zip(header, [c.strip() for c in next(l for l in spec.splitlines() if l.startswith("| level |")).split("|")]))
+        want = sorted(sum(call_ms("level", r)) for r in range(len(DRIFT)))
+        median = (want[len(want) // 2 - 1] + want[len(want) // 2]) / 2
+        got = re.match(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", row["ms in pool calls/run"])
+        check(row["pool allocs/run"] == str(sum(SPEC_ALLOCS)), f"speculative: allocations summed over a run's contexts: "
+              f"{row['pool allocs/run']}", spec)
+        check(got is not None and abs(float(got.group(1)) - median) < 0.06 and abs(float(got.group(2)) - want[0]) < 0.06
+              and abs(float(got.group(3)) - want[-1]) < 0.06,
+              f"speculative: time in pool calls summed over a run's contexts, median {median:.2f} ({want[0]}-{want[-1]}): "
+              f"{row['ms in pool calls/run']}", spec)
+        slow_row = next(l for l in spec.splitlines() if l.startswith("| slow |"))
+        check(slow_row.rstrip().endswith("| - |"), "speculative: no time where the lines carry none", spec)
 
 
 if __name__ == "__main__":

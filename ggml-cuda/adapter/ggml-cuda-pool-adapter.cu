@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +99,7 @@ struct figures {
     uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
     size_t       peak_live = 0, peak_reserved = 0;
     uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
+    uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
     uint64_t     growing = 0;
     size_t       growing_peak = 0, growing_got = 0;
@@ -107,6 +109,25 @@ struct figures {
         growing_peak = std::max(growing_peak, size);
         growing_got  = std::max(growing_got, actual);
     }
+};
+
+// adds the time until its end to *total (nothing when total is null). ggml's own pools have no
+// timer: the adapter times every pool alike, at ggml's interface, the adapter's own work included
+class call_timer {
+  public:
+    explicit call_timer(uint64_t * total) : total(total), start(total ? clock::now() : clock::time_point()) {}
+    ~call_timer() {
+        if (total != nullptr) {
+            *total += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+        }
+    }
+    call_timer(const call_timer &)             = delete;
+    call_timer & operator=(const call_timer &) = delete;
+
+  private:
+    using clock = std::chrono::steady_clock;
+    uint64_t *        total;
+    clock::time_point start;
 };
 
 // one statistics line, where GGML_CUDA_POOL_STATS asks for them
@@ -136,12 +157,12 @@ static void report_line(const char * fmt, ...) {
 static void report(uint64_t session, int device, int slot, const figures & f) {
     report_line("ggml-cuda-pool stats: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
                 "driver_frees=%llu peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu flushes=%llu oom=%llu "
-                "syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f\n",
+                "syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f call_ms=%.3f\n",
                 (unsigned long long) session, device, slot, f.kind, (unsigned long long) f.allocs,
                 (unsigned long long) f.hits, (unsigned long long) f.driver_allocs, (unsigned long long) f.driver_frees,
                 f.peak_live / MiB, f.peak_reserved / MiB, (unsigned long long) f.lru_reclaims,
                 (unsigned long long) f.flushes, (unsigned long long) f.oom, (unsigned long long) f.syncs,
-                (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB);
+                (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6);
 }
 
 
@@ -149,7 +170,8 @@ static void report(uint64_t session, int device, int slot, const figures & f) {
 struct module_pool final : ggml_cuda_pool {
     module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot,
                 cudaStream_t stream) :
-        session(std::move(session)), pool(pool), device(device), slot(slot), stream(stream) {}
+        session(std::move(session)), pool(pool), device(device), slot(slot), stream(stream),
+        timed(!config().stats.empty()) {}
 
     ~module_pool() override {
         ggml_cpool_stats s{};
@@ -169,15 +191,23 @@ struct module_pool final : ggml_cuda_pool {
         }
     }
 
-    void * alloc(size_t size, size_t * actual_size) override { return take(size, false, 0, actual_size); }
+    void * alloc(size_t size, size_t * actual_size) override {
+        call_timer timer(timed ? &seen.call_ns : nullptr);
+        return take(size, false, 0, actual_size);
+    }
 
     void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
-        void * ptr = take(size, true, max_size, actual_size);
+        void * ptr = nullptr;
+        {
+            call_timer timer(timed ? &seen.call_ns : nullptr);
+            ptr = take(size, true, max_size, actual_size);
+        }
         seen.note_growing(size, *actual_size);
         return ptr;
     }
 
     void free(void * ptr, size_t size) override {
+        call_timer        timer(timed ? &seen.call_ns : nullptr);
         ggml_cpool_status st = ggml_cpool_free(pool, ptr, size);
         if (st != GGML_CPOOL_STATUS_OK) {
             fail(device, "free", st);
@@ -242,6 +272,7 @@ struct module_pool final : ggml_cuda_pool {
     ggml_cpool_t                             pool;
     int                                      device, slot;
     cudaStream_t                             stream; // ggml's, the one this pool's kernels run on
+    bool                                     timed;  // a stats line will report the time in its calls
     figures                                  seen;
 };
 
@@ -262,13 +293,21 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
     void * alloc(size_t size, size_t * actual_size) override {
-        void * ptr = own->alloc(size, actual_size); // before *actual_size is read
+        void * ptr = nullptr;
+        {
+            call_timer timer(&seen.call_ns);
+            ptr = own->alloc(size, actual_size); // before *actual_size is read
+        }
         watch(*actual_size);
         return ptr;
     }
 
     void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
-        void * ptr = own->alloc_overallocate(size, max_size, actual_size);
+        void * ptr = nullptr;
+        {
+            call_timer timer(&seen.call_ns);
+            ptr = own->alloc_overallocate(size, max_size, actual_size);
+        }
         watch(*actual_size);
         seen.note_growing(size, *actual_size);
         return ptr;
@@ -276,6 +315,7 @@ struct watched_pool final : ggml_cuda_pool {
 
     void free(void * ptr, size_t size) override {
         live -= size;
+        call_timer timer(&seen.call_ns);
         own->free(ptr, size);
     }
 
