@@ -21,7 +21,9 @@
 #             configurations interleaved round by round so drift hits all alike, each round starting
 #             one configuration further along (8 rounds x 3 repetitions: 24 samples a
 #             configuration); each pool's statistics and each context's CUDA graph counts
-#             (captures, instantiations, updates)
+#             (captures, instantiations, updates). BENCH_ROTATE=1: a round is one process whose
+#             contexts take the configurations in turn (GGML_CUDA_POOL_ROTATE), so what a process
+#             shares (its model's memory, its CPU) every configuration of the round shares
 #   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs
 #             on 8b-q8_0, KV q8_0, at depths 0/8192/32768, per configuration; llama.cpp's own
 #             buffer lines (-v)
@@ -56,7 +58,7 @@
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
 # SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
-# call resumes), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none),
+# call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none),
 # PRESSURE_CONFIGS (ggml ggml-legacy and the module kinds), PRESSURE_HEADROOM (H in MiB, from high to
 # low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
 # PRESSURE_MODEL (8b-q8_0), PRESSURE_TOKENS (64), PRESSURE_COTENANT_HEADROOM (64), PRESSURE_ARGS
@@ -280,12 +282,19 @@ step_memcheck() {
 }
 
 # llama-bench, configurations interleaved round by round: each round runs every configuration
-# once (BENCH_REPS repetitions each); every run appends its JSONL and its pools' statistics
+# once (BENCH_REPS repetitions each); every run appends its JSONL and its pools' statistics.
+# BENCH_ROTATE=1: a round is one process, its contexts taking the configurations in turn
+# (GGML_CUDA_POOL_ROTATE), every depth once per configuration; scripts/llama-bench-split.py then
+# leaves each configuration the files a process of its own would have
 step_bench() {
     local rounds=${BENCH_ROUNDS:-8} reps=${BENCH_REPS:-3} depths=${BENCH_DEPTHS:-0,4096,32768}
     for r in $(seq 1 "$rounds"); do
         for m in ${BENCH_MODELS:-1b-q8_0}; do
             for kv in ${BENCH_KV:-f16 q8_0}; do
+                if [ "${BENCH_ROTATE:-0}" = 1 ]; then
+                    bench_rotated "$r" "$m" "$kv" "$reps" "$depths" || return 0
+                    continue
+                fi
                 for c in $(round_order "$r"); do
                     local tag="bench-$m-$kv-$(tag_of "$c")-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
@@ -303,6 +312,34 @@ step_bench() {
             done
         done
     done
+}
+
+# one rotating round (see step_bench); returns 1 at the deadline
+bench_rotated() {
+    local r=$1 m=$2 kv=$3 reps=$4 depths=$5 c n=0 each=()
+    local prefix="bench-$m-$kv" dir="$RESULTS/rotate"
+    for c in $CONFIGS; do
+        [[ $c == *:* ]] && die "bench: BENCH_ROTATE takes configurations without ':' ($c): one process has one KV placement"
+        [ -s "$RESULTS/$prefix-$c-r$r.jsonl" ] || n=$((n + 1))
+    done
+    [ "$n" -eq 0 ] && return 0
+    if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
+        say "bench: deadline reached before round $r ($m KV $kv, rotating); the next call resumes"
+        return 1
+    fi
+    # every depth once per configuration, the configurations in this round's order
+    for d in ${depths//,/ }; do
+        for c in $CONFIGS; do each+=("$d"); done
+    done
+    mkdir -p "$dir"
+    rm -f "$dir/$prefix-r$r.stats"
+    CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" \
+        GGML_CUDA_POOL_STATS="$dir/$prefix-r$r.stats" "$BIN/llama-bench" -m "$MODELS/$m.gguf" \
+        ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$(IFS=,; echo "${each[*]}")" -r "$reps" \
+        -o jsonl >"$dir/$prefix-r$r.part" 2>"$dir/$prefix-r$r.log" &&
+        mv "$dir/$prefix-r$r.part" "$dir/$prefix-r$r.jsonl" &&
+        python3 "$ROOT/scripts/llama-bench-split.py" "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1
+    say "bench round $r: $m KV $kv, rotating: $(grep -c . "$dir/$prefix-r$r.jsonl" 2>/dev/null || echo FAILED) tests"
 }
 
 # peak total device memory per configuration: nvidia-smi samples memory.used every 50 ms while

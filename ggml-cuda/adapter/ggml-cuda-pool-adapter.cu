@@ -16,14 +16,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
+#include <vector>
 
-// what the pools of one backend context share: its number (stats lines name it), where the
-// module's pools serve, the module context, and what the context's CUDA graphs did
+namespace {
+enum class owner { module, ggml, ggml_legacy }; // whose pools serve a backend context
+} // namespace
+
+// what the pools of one backend context share: its number (stats lines name it), its
+// configuration, the module context, and what the context's CUDA graphs did
 struct ggml_cuda_cpool_session {
-    uint64_t         id  = 0;
-    ggml_cpool_ctx_t ctx = nullptr;
+    uint64_t         id = 0;
+    std::string      config; // the configuration's name: GGML_CUDA_POOL's, or its turn in GGML_CUDA_POOL_ROTATE
+    owner            pools = owner::module;
+    ggml_cpool_ctx_t ctx   = nullptr; // the module's pools; null where ggml's own serve
     uint64_t         graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
     bool             capture_abandoned = false; // since ggml last asked
 
@@ -35,25 +43,62 @@ namespace {
 constexpr const char * ENV_POOL   = "GGML_CUDA_POOL";       // ggml | ggml-legacy | a module kind
 constexpr const char * ENV_STATS  = "GGML_CUDA_POOL_STATS"; // 1: a stats line per pool at exit on stderr; a path: appended there
 constexpr const char * ENV_KV_F16 = "GGML_CUDA_POOL_KV_F16"; // graph (default) | pool: where the FA K/V f16 conversions live
+constexpr const char * ENV_ROTATE = "GGML_CUDA_POOL_ROTATE"; // configurations, comma-separated: backend contexts take turns
 constexpr double       MiB        = 1024.0 * 1024.0;
 
-enum class owner { module, ggml, ggml_legacy };
+// the pools one backend context gets
+struct choice {
+    std::string     name  = "auto";
+    owner           pools = owner::module;
+    ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO; // a module kind; AUTO: the module's environment decides
+};
 
 struct settings {
-    owner       pools      = owner::module;
-    bool        kv_in_pool = false;
-    std::string stats; // empty: none; "-": stderr; else a file to append to
+    choice              pools;  // GGML_CUDA_POOL
+    std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
+    bool                kv_in_pool = false;
+    std::string         stats; // empty: none; "-": stderr; else a file to append to
 };
+
+// ggml's own pools by name; any other name is a module kind's, which the module reads (and refuses, if malformed)
+static choice choice_of(const char * name) {
+    choice c;
+    c.name  = name;
+    c.pools = c.name == "ggml" ? owner::ggml : c.name == "ggml-legacy" ? owner::ggml_legacy : owner::module;
+    return c;
+}
+
+// a rotation's entry is named by the adapter, not read from the environment by the module: its kind
+// is resolved here, and an unknown name ends the process as a malformed GGML_CUDA_POOL does
+static choice rotation_entry(const std::string & name) {
+    choice c = choice_of(name.c_str());
+    if (c.pools != owner::module) {
+        return c;
+    }
+    for (ggml_cpool_kind k : { GGML_CPOOL_KIND_AUTO, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
+                               GGML_CPOOL_KIND_ASYNC }) {
+        if (name == ggml_cpool_kind_str(k)) {
+            c.kind = k;
+            return c;
+        }
+    }
+    GGML_ABORT("ggml-cuda-pool: %s names '%s', which is neither ggml, ggml-legacy nor a pool kind (auto, vmm, legacy, "
+               "plain, async)", ENV_ROTATE, name.c_str());
+}
 
 static const settings & config() {
     static const settings s = [] {
         settings     c;
         const char * pool = getenv(ENV_POOL);
-        if (pool != nullptr && strcmp(pool, "ggml") == 0) {
-            c.pools = owner::ggml;
-        } else if (pool != nullptr && strcmp(pool, "ggml-legacy") == 0) {
-            c.pools = owner::ggml_legacy;
-        } // any other value is the module's to read (and to refuse, if malformed)
+        if (pool != nullptr) {
+            c.pools = choice_of(pool);
+        }
+        const char * rotate = getenv(ENV_ROTATE);
+        for (const char * at = rotate; at != nullptr && *at != '\0';) {
+            const char * end = strchr(at, ',');
+            c.rotate.push_back(rotation_entry(end ? std::string(at, end) : std::string(at)));
+            at = end ? end + 1 : nullptr;
+        }
         const char * kv = getenv(ENV_KV_F16);
         if (kv != nullptr && strcmp(kv, "pool") == 0) {
             c.kv_in_pool = true;
@@ -343,17 +388,22 @@ struct watched_pool final : ggml_cuda_pool {
     figures                         seen;
 };
 
-static std::shared_ptr<ggml_cuda_cpool_session> open_session(bool module) {
+static std::shared_ptr<ggml_cuda_cpool_session> open_session() {
     static std::atomic<uint64_t> sessions{ 0 };
+    const settings &             c       = config();
     auto                         session = std::make_shared<ggml_cuda_cpool_session>();
     session->id                          = ++sessions;
-    if (!module) {
+    const choice & pick = c.rotate.empty() ? c.pools : c.rotate[(session->id - 1) % c.rotate.size()];
+    session->config     = pick.name;
+    session->pools      = pick.pools;
+    if (pick.pools != owner::module) {
         return session;
     }
     static std::once_flag logger;
     std::call_once(logger, [] { ggml_cpool_log_set(forward_log, nullptr); });
     ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params(); // the cuda driver; kinds from the environment
-    ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &session->ctx);
+    std::fill(std::begin(params.kind), std::end(params.kind), pick.kind); // AUTO leaves them there
+    ggml_cpool_status st = ggml_cpool_ctx_create(&params, &session->ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
         fail(ggml_cuda_get_device(), "creating the pool context", st);
     }
@@ -365,19 +415,15 @@ static std::shared_ptr<ggml_cuda_cpool_session> open_session(bool module) {
 ggml_cuda_cpool_session::~ggml_cuda_cpool_session() {
     const uint64_t * n = graph_events;
     report_line("ggml-cuda-pool graphs: session=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
-                "update_failures=%llu launches=%llu abandoned=%llu\n",
+                "update_failures=%llu launches=%llu abandoned=%llu config=%s\n",
                 (unsigned long long) id, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED]);
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED], config.c_str());
     ggml_cpool_ctx_free(ctx);
-}
-
-bool ggml_cuda_cpool_active() {
-    return config().pools == owner::module;
 }
 
 bool ggml_cuda_cpool_kv_f16_in_pool() {
@@ -387,7 +433,7 @@ bool ggml_cuda_cpool_kv_f16_in_pool() {
 // the session a backend context's pools share, opened by whichever comes first: a pool or a graph
 static ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx) {
     if (!ctx.cpool_session) {
-        ctx.cpool_session = open_session(config().pools == owner::module);
+        ctx.cpool_session = open_session();
     }
     return *ctx.cpool_session;
 }
@@ -410,15 +456,14 @@ uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
 
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool) {
-    const settings & c = config();
-    session_of(ctx);
-    if (c.pools != owner::module) {
-        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, c.pools == owner::ggml);
-        if (c.stats.empty()) {
+    const ggml_cuda_cpool_session & s = session_of(ctx);
+    if (s.pools != owner::module) {
+        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, s.pools == owner::ggml);
+        if (config().stats.empty()) {
             return own;
         }
         return std::make_unique<watched_pool>(ctx.cpool_session, std::move(own), device, stream_no,
-                                              c.pools == owner::ggml ? "ggml" : "ggml-legacy");
+                                              s.pools == owner::ggml ? "ggml" : "ggml-legacy");
     }
     ggml_cpool_ctx_t  session = ctx.cpool_session->ctx;
     ggml_cpool_t      pool    = nullptr;

@@ -15,12 +15,12 @@ struct ggml_cuda_cpool_session;
 typedef std::unique_ptr<ggml_cuda_pool> (*ggml_cuda_own_pool_fn)(int device, bool vmm);
 
 // the pool of a backend context for (device, stream_no): the module's, on the stream ggml
-// launches that slot's kernels on, or ggml's own (GGML_CUDA_POOL=ggml or ggml-legacy)
+// launches that slot's kernels on, or ggml's own (GGML_CUDA_POOL=ggml or ggml-legacy). With
+// GGML_CUDA_POOL_ROTATE=<configuration>,... the backend contexts take its configurations in
+// turn, in the order they are created (one process A/B: what a process shares, every
+// configuration shares)
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool);
-
-// whether the module's pools serve this process
-bool ggml_cuda_cpool_active();
 
 // where the flash-attention K/V f16 conversion buffers live (GGML_CUDA_POOL_KV_F16): false, ggml's
 // graph allocator (extra memory of the attention's output, overlapped with tensors that are dead
