@@ -11,9 +11,12 @@ numbered from 1 in their order), which scripts/llama-summary.py reads as it read
     llama-bench-split.py RESULTS PREFIX ROUND
 
 reads RESULTS/rotate/PREFIX-rROUND.jsonl and .stats (a folder of their own, which the summary
-does not read); exits 1, writing nothing, when the tests and the contexts do not pair up.
+does not read); exits 1, writing nothing, when the tests and the contexts do not pair up, when
+the configurations ran different tests, or when a test followed one of its own depth (llama-bench
+then reuses the earlier test's prefill, another configuration's).
 """
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -28,14 +31,17 @@ def load_summary():
     return module
 
 
+def test_key(line):
+    t = json.loads(line)
+    return t["n_prompt"], t["n_gen"], t["n_depth"]
+
+
 def split(results, prefix, rnd):
     """{config: (jsonl lines, stats lines)}, or an error message"""
     summary = load_summary()
     base = os.path.join(results, "rotate", f"{prefix}-r{rnd}")
     with open(base + ".jsonl") as f:
         tests = [line for line in f if line.strip()]
-    with open(base + ".stats") as f:
-        lines = f.read().splitlines()
     configs = {}  # session -> config
     for session, kvs in summary.stats_lines(base + ".stats", summary.GRAPHS).items():
         if "config" not in kvs[0]:
@@ -44,21 +50,38 @@ def split(results, prefix, rnd):
     sessions = sorted(configs)
     if len(sessions) != len(tests):
         return None, f"{base}: {len(tests)} tests but {len(sessions)} contexts"
+    keys = [test_key(t) for t in tests]
+    for k in range(1, len(keys)):
+        if keys[k][2] > 0 and keys[k][2] == keys[k - 1][2]:
+            return None, f"{base}: tests {k} and {k + 1} share depth {keys[k][2]}: llama-bench reused the first's " \
+                "prefill for the second, another configuration's"
     out = defaultdict(lambda: ([], []))
     renumbered = {}  # session -> its number among its configuration's contexts
     for session, test in zip(sessions, tests):
         out[configs[session]][0].append(test)
         renumbered[session] = len(out[configs[session]][0])
-    for line in lines:
-        m = re.search(r"^(ggml-cuda-pool (?:stats|graphs): session=)(\d+)( .*)$", line)
-        if m:
-            session = int(m.group(2))
-            out[configs[session]][1].append(f"{m.group(1)}{renumbered[session]}{m.group(3)}\n")
-    counts = {len(t) for t, _ in out.values()}
-    if len(counts) != 1:
-        return None, f"{base}: the configurations ran different numbers of tests: " + \
-            ", ".join(f"{c} {len(t)}" for c, (t, _) in sorted(out.items()))
+    ran = {c: sorted(test_key(t) for t in ts) for c, (ts, _) in out.items()}
+    if len({tuple(r) for r in ran.values()}) != 1:
+        return None, f"{base}: the configurations ran different tests: " + \
+            "; ".join(f"{c} {r}" for c, r in sorted(ran.items()))
+    with open(base + ".stats") as f:
+        for line in f:
+            for pattern in (summary.STATS, summary.GRAPHS):
+                m = pattern.search(line)
+                if not m:
+                    continue
+                session = int(dict(kv.split("=", 1) for kv in m.group(1).split())["session"])
+                if session not in renumbered:
+                    return None, f"{base}.stats: session {session} has lines but no graphs line"
+                out[configs[session]][1].append(re.sub(r"\bsession=\d+", f"session={renumbered[session]}", line, count=1))
     return dict(out), None
+
+
+def write(path, lines):
+    """whole or not at all: a file cut short would count as a finished round"""
+    with open(path + ".part", "w") as f:
+        f.writelines(lines)
+    os.replace(path + ".part", path)
 
 
 def main():
@@ -70,10 +93,8 @@ def main():
         sys.exit(f"llama-bench-split: {error}")
     for config, (tests, stats) in sorted(by_config.items()):
         base = os.path.join(results, f"{prefix}-{config}-r{rnd}")
-        with open(base + ".stats", "w") as f:
-            f.writelines(stats)
-        with open(base + ".jsonl", "w") as f:  # last: its presence marks the round done
-            f.writelines(tests)
+        write(base + ".stats", stats)
+        write(base + ".jsonl", tests)  # last: its presence marks the round done
         print(f"{config}: {len(tests)} tests")
 
 

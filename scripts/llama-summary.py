@@ -277,12 +277,11 @@ def memory(results):
 def pool_calls(path):
     """a run's pool allocations and the milliseconds inside its pools' calls (None where a line has no
     call_ms), every pool of every context summed"""
-    allocs, ms = 0, 0.0
-    for lines in stats_lines(path).values():
-        for kv in lines:
-            allocs += int(kv.get("allocs", 0))
-            ms = ms + float(kv["call_ms"]) if ms is not None and "call_ms" in kv else None
-    return allocs, ms
+    allocs, ms, lines = 0, 0.0, [kv for kvs in stats_lines(path).values() for kv in kvs]
+    for kv in lines:
+        allocs += int(kv.get("allocs", 0))
+        ms = ms + float(kv["call_ms"]) if ms is not None and "call_ms" in kv else None
+    return allocs, ms if lines else None
 
 
 def speculative(results):

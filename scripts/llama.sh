@@ -23,7 +23,8 @@
 #             configuration); each pool's statistics and each context's CUDA graph counts
 #             (captures, instantiations, updates). BENCH_ROTATE=1: a round is one process whose
 #             contexts take the configurations in turn (GGML_CUDA_POOL_ROTATE), so what a process
-#             shares (its model's memory, its CPU) every configuration of the round shares
+#             shares (its model's memory, its CPU) every configuration of the round shares; one
+#             test per depth (BENCH_TESTS' default), and no ':' configurations
 #   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs
 #             on 8b-q8_0, KV q8_0, at depths 0/8192/32768, per configuration; llama.cpp's own
 #             buffer lines (-v)
@@ -314,32 +315,39 @@ step_bench() {
     done
 }
 
-# one rotating round (see step_bench); returns 1 at the deadline
+# one rotating round (see step_bench); returns 1 at the deadline. The depths vary fastest: context
+# k runs depth k mod D for configuration k mod C, so with D and C sharing no factor every
+# configuration runs every depth once, and no context follows one of its own depth (llama-bench
+# would reuse that one's prefill instead of running its own)
 bench_rotated() {
-    local r=$1 m=$2 kv=$3 reps=$4 depths=$5 c n=0 each=()
-    local prefix="bench-$m-$kv" dir="$RESULTS/rotate"
+    local r=$1 m=$2 kv=$3 reps=$4 depths=$5 c d n=0 each=()
+    local prefix="bench-$m-$kv" dir="$RESULTS/rotate" configs=($CONFIGS) ds=(${depths//,/ })
     for c in $CONFIGS; do
         [[ $c == *:* ]] && die "bench: BENCH_ROTATE takes configurations without ':' ($c): one process has one KV placement"
         [ -s "$RESULTS/$prefix-$c-r$r.jsonl" ] || n=$((n + 1))
     done
     [ "$n" -eq 0 ] && return 0
+    local a=${#ds[@]} b=${#configs[@]} t
+    while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done
+    [ "$a" -eq 1 ] || die "bench: BENCH_ROTATE needs the numbers of depths (${#ds[@]}) and configurations (${#configs[@]}) to share no factor"
     if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
         say "bench: deadline reached before round $r ($m KV $kv, rotating); the next call resumes"
         return 1
     fi
-    # every depth once per configuration, the configurations in this round's order
-    for d in ${depths//,/ }; do
-        for c in $CONFIGS; do each+=("$d"); done
-    done
+    for c in $CONFIGS; do each+=("${ds[@]}"); done
     mkdir -p "$dir"
-    rm -f "$dir/$prefix-r$r.stats"
-    CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" \
-        GGML_CUDA_POOL_STATS="$dir/$prefix-r$r.stats" "$BIN/llama-bench" -m "$MODELS/$m.gguf" \
-        ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$(IFS=,; echo "${each[*]}")" -r "$reps" \
-        -o jsonl >"$dir/$prefix-r$r.part" 2>"$dir/$prefix-r$r.log" &&
+    rm -f "$dir/$prefix-r$r.stats" "$dir/$prefix-r$r.jsonl"
+    # the rotation replaces GGML_CUDA_POOL, which the module would still read
+    if env -u GGML_CUDA_POOL -u GGML_CUDA_POOL_KV_F16 CUDA_VISIBLE_DEVICES=$GPU \
+        GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" GGML_CUDA_POOL_STATS="$dir/$prefix-r$r.stats" \
+        "$BIN/llama-bench" -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" \
+        -d "$(IFS=,; echo "${each[*]}")" -r "$reps" -o jsonl >"$dir/$prefix-r$r.part" 2>"$dir/$prefix-r$r.log" &&
         mv "$dir/$prefix-r$r.part" "$dir/$prefix-r$r.jsonl" &&
-        python3 "$ROOT/scripts/llama-bench-split.py" "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1
-    say "bench round $r: $m KV $kv, rotating: $(grep -c . "$dir/$prefix-r$r.jsonl" 2>/dev/null || echo FAILED) tests"
+        python3 "$ROOT/scripts/llama-bench-split.py" "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1; then
+        say "bench round $r: $m KV $kv, rotating: $(grep -c . "$dir/$prefix-r$r.jsonl") tests"
+    else
+        say "bench round $r: $m KV $kv, rotating: FAILED ($(tail -1 "$dir/$prefix-r$r.log"))"
+    fi
 }
 
 # peak total device memory per configuration: nvidia-smi samples memory.used every 50 ms while

@@ -75,15 +75,17 @@ static choice rotation_entry(const std::string & name) {
     if (c.pools != owner::module) {
         return c;
     }
+    std::string kinds; // the names the module gives its kinds
     for (ggml_cpool_kind k : { GGML_CPOOL_KIND_AUTO, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
                                GGML_CPOOL_KIND_ASYNC }) {
         if (name == ggml_cpool_kind_str(k)) {
             c.kind = k;
             return c;
         }
+        kinds += std::string(kinds.empty() ? "" : ", ") + ggml_cpool_kind_str(k);
     }
-    GGML_ABORT("ggml-cuda-pool: %s names '%s', which is neither ggml, ggml-legacy nor a pool kind (auto, vmm, legacy, "
-               "plain, async)", ENV_ROTATE, name.c_str());
+    GGML_ABORT("ggml-cuda-pool: %s names '%s', which is neither ggml, ggml-legacy nor a pool kind (%s)", ENV_ROTATE,
+               name.c_str(), kinds.c_str());
 }
 
 static const settings & config() {
@@ -94,6 +96,10 @@ static const settings & config() {
             c.pools = choice_of(pool);
         }
         const char * rotate = getenv(ENV_ROTATE);
+        if (rotate != nullptr && *rotate != '\0' && pool != nullptr) {
+            // the module reads GGML_CUDA_POOL itself: it would refuse ggml's names and decide auto entries
+            GGML_ABORT("ggml-cuda-pool: %s replaces %s; unset %s", ENV_ROTATE, ENV_POOL, ENV_POOL);
+        }
         for (const char * at = rotate; at != nullptr && *at != '\0';) {
             const char * end = strchr(at, ',');
             c.rotate.push_back(rotation_entry(end ? std::string(at, end) : std::string(at)));

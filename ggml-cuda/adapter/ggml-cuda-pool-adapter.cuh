@@ -16,9 +16,9 @@ typedef std::unique_ptr<ggml_cuda_pool> (*ggml_cuda_own_pool_fn)(int device, boo
 
 // the pool of a backend context for (device, stream_no): the module's, on the stream ggml
 // launches that slot's kernels on, or ggml's own (GGML_CUDA_POOL=ggml or ggml-legacy). With
-// GGML_CUDA_POOL_ROTATE=<configuration>,... the backend contexts take its configurations in
-// turn, in the order they are created (one process A/B: what a process shares, every
-// configuration shares)
+// GGML_CUDA_POOL_ROTATE=<configuration>,... (instead of GGML_CUDA_POOL) the backend contexts take
+// its configurations in turn, in the order of their first pool or graph (one process A/B: what a
+// process shares, every configuration shares; a run of several contexts mixes configurations)
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool);
 
