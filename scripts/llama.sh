@@ -303,16 +303,22 @@ step_bench() {
                         say "bench: deadline reached before round $r ($m KV $kv $c); the next call resumes"
                         return 0
                     fi
-                    env $(pool_env "$c") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
-                        "$BIN/llama-bench" \
-                        -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" \
-                        -r "$reps" -o jsonl >"$RESULTS/$tag.part" 2>"$RESULTS/$tag.log" &&
-                        mv "$RESULTS/$tag.part" "$RESULTS/$tag.jsonl"
+                    bench_run "$RESULTS/$tag" "$m" "$kv" "$reps" "$depths" $(pool_env "$c")
                     say "bench round $r: $m KV $kv $c: $(grep -c . "$RESULTS/$tag.jsonl" 2>/dev/null || echo FAILED) tests"
                 done
             done
         done
     done
+}
+
+# one llama-bench run into $1.jsonl (whole, or not there), .stats and .log: model $2, KV $3, $4
+# repetitions, depths $5, the rest the run's environment
+bench_run() {
+    local base=$1 m=$2 kv=$3 reps=$4 depths=$5
+    shift 5
+    env "$@" CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$base.stats" "$BIN/llama-bench" -m "$MODELS/$m.gguf" \
+        ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" -d "$depths" -r "$reps" -o jsonl \
+        >"$base.part" 2>"$base.log" && mv "$base.part" "$base.jsonl"
 }
 
 # one rotating round (see step_bench); returns 1 at the deadline. The depths vary fastest: context
@@ -338,11 +344,8 @@ bench_rotated() {
     mkdir -p "$dir"
     rm -f "$dir/$prefix-r$r.stats" "$dir/$prefix-r$r.jsonl"
     # the rotation replaces GGML_CUDA_POOL, which the module would still read
-    if env -u GGML_CUDA_POOL -u GGML_CUDA_POOL_KV_F16 CUDA_VISIBLE_DEVICES=$GPU \
-        GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" GGML_CUDA_POOL_STATS="$dir/$prefix-r$r.stats" \
-        "$BIN/llama-bench" -m "$MODELS/$m.gguf" ${BENCH_TESTS:--p 0 -n 128} -fa 1 -ctk "$kv" -ctv "$kv" \
-        -d "$(IFS=,; echo "${each[*]}")" -r "$reps" -o jsonl >"$dir/$prefix-r$r.part" 2>"$dir/$prefix-r$r.log" &&
-        mv "$dir/$prefix-r$r.part" "$dir/$prefix-r$r.jsonl" &&
+    if bench_run "$dir/$prefix-r$r" "$m" "$kv" "$reps" "$(IFS=,; echo "${each[*]}")" -u GGML_CUDA_POOL \
+        -u GGML_CUDA_POOL_KV_F16 GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" &&
         python3 "$ROOT/scripts/llama-bench-split.py" "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1; then
         say "bench round $r: $m KV $kv, rotating: $(grep -c . "$dir/$prefix-r$r.jsonl") tests"
     else
