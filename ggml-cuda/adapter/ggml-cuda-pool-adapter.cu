@@ -330,9 +330,9 @@ struct module_pool final : ggml_cuda_pool {
 // ggml's own pool, watched for the stats line (only where GGML_CUDA_POOL_STATS asks for one)
 struct watched_pool final : ggml_cuda_pool {
     watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session, std::unique_ptr<ggml_cuda_pool> own, int device,
-                 int slot, const char * kind) :
+                 int slot) :
         session(std::move(session)), own(std::move(own)), device(device), slot(slot) {
-        seen.kind = kind;
+        seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
     }
 
     ~watched_pool() override {
@@ -468,8 +468,7 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
         if (config().stats.empty()) {
             return own;
         }
-        return std::make_unique<watched_pool>(ctx.cpool_session, std::move(own), device, stream_no,
-                                              s.pools == owner::ggml ? "ggml" : "ggml-legacy");
+        return std::make_unique<watched_pool>(ctx.cpool_session, std::move(own), device, stream_no);
     }
     ggml_cpool_ctx_t  session = ctx.cpool_session->ctx;
     ggml_cpool_t      pool    = nullptr;
