@@ -66,14 +66,13 @@ def split(results, prefix, rnd):
             "; ".join(f"{c} {r}" for c, r in sorted(ran.items()))
     with open(base + ".stats") as f:
         for line in f:
-            for pattern in (summary.STATS, summary.GRAPHS):
-                m = pattern.search(line)
-                if not m:
-                    continue
-                session = int(dict(kv.split("=", 1) for kv in m.group(1).split())["session"])
-                if session not in renumbered:
-                    return None, f"{base}.stats: session {session} has lines but no graphs line"
-                out[configs[session]][1].append(re.sub(r"\bsession=\d+", f"session={renumbered[session]}", line, count=1))
+            kv = summary.fields(line) or summary.fields(line, summary.GRAPHS)
+            if not kv:
+                continue
+            session = int(kv["session"])
+            if session not in renumbered:
+                return None, f"{base}.stats: session {session} has lines but no graphs line"
+            out[configs[session]][1].append(re.sub(r"\bsession=\d+", f"session={renumbered[session]}", line, count=1))
     return dict(out), None
 
 

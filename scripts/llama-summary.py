@@ -69,18 +69,27 @@ def configs_of(results, prefix, suffix):
     return names
 
 
+def fields(line, pattern=STATS):
+    """a stats or graphs line's {key: value}, None when the line is not one"""
+    m = pattern.search(line)
+    return dict(item.split("=", 1) for item in m.group(1).split()) if m else None
+
+
 def stats_lines(path, pattern=STATS):
     """session -> list of {key: value} per line (a pool's statistics, or a context's graphs)"""
     out = defaultdict(list)
     if not os.path.exists(path):
         return out
     for line in read(path).splitlines():
-        m = pattern.search(line)
-        if not m:
-            continue
-        kv = dict(item.split("=", 1) for item in m.group(1).split())
-        out[int(kv["session"])].append(kv)
+        kv = fields(line, pattern)
+        if kv:
+            out[int(kv["session"])].append(kv)
     return out
+
+
+def pool_lines(path):
+    """every pool's statistics in a stats file, whichever context"""
+    return [kv for kvs in stats_lines(path).values() for kv in kvs]
 
 
 GRAPH_COUNTS = ("eager", "captures", "instantiations", "updates", "update_failures", "launches", "abandoned")
@@ -277,11 +286,9 @@ def memory(results):
 def pool_calls(path):
     """a run's pool allocations and the milliseconds inside its pools' calls (None where a line has no
     call_ms), every pool of every context summed"""
-    allocs, ms, lines = 0, 0.0, [kv for kvs in stats_lines(path).values() for kv in kvs]
-    for kv in lines:
-        allocs += int(kv.get("allocs", 0))
-        ms = ms + float(kv["call_ms"]) if ms is not None and "call_ms" in kv else None
-    return allocs, ms if lines else None
+    lines = pool_lines(path)
+    timed = lines and all("call_ms" in kv for kv in lines)
+    return sum(int(kv.get("allocs", 0)) for kv in lines), sum(float(kv["call_ms"]) for kv in lines) if timed else None
 
 
 def speculative(results):
@@ -343,7 +350,7 @@ def pressure_cell(results, tag, reference):
     speed = [m.group(1) for m in EVAL_SPEED.finditer(log)]
     if speed:
         parts.append(f"{float(speed[-1]):.0f} t/s")
-    pools = [kv for ps in stats_lines(os.path.join(results, tag + ".stats")).values() for kv in ps]
+    pools = pool_lines(os.path.join(results, tag + ".stats"))
     parts.append(f"pools {sum(float(kv.get('peak_reserved_mib', 0)) for kv in pools):.0f} MiB")  # every pool summed
     counts = defaultdict(int)
     for kv in pools:
