@@ -59,7 +59,8 @@
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
 # SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
-# call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds), MEMCHECK_TIMEOUT (seconds a run, 0: none),
+# call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds),
+# MEMCHECK_TIMEOUT (seconds a run, 0: none),
 # PRESSURE_CONFIGS (ggml ggml-legacy and the module kinds), PRESSURE_HEADROOM (H in MiB, from high to
 # low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
 # PRESSURE_MODEL (8b-q8_0), PRESSURE_TOKENS (64), PRESSURE_COTENANT_HEADROOM (64), PRESSURE_ARGS
@@ -299,16 +300,19 @@ step_bench() {
                 for c in $(round_order "$r"); do
                     local tag="bench-$m-$kv-$(tag_of "$c")-r$r"
                     [ -s "$RESULTS/$tag.jsonl" ] && continue
-                    if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
-                        say "bench: deadline reached before round $r ($m KV $kv $c); the next call resumes"
-                        return 0
-                    fi
+                    past_deadline "round $r ($m KV $kv $c)" && return 0
                     bench_run "$RESULTS/$tag" "$m" "$kv" "$reps" "$depths" $(pool_env "$c")
                     say "bench round $r: $m KV $kv $c: $(grep -c . "$RESULTS/$tag.jsonl" 2>/dev/null || echo FAILED) tests"
                 done
             done
         done
     done
+}
+
+# whether BENCH_DEADLINE has passed (saying so, before $1)
+past_deadline() {
+    [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ] || return 1
+    say "bench: deadline reached before $1; the next call resumes"
 }
 
 # one llama-bench run into $1.jsonl (whole, or not there), .stats and .log: model $2, KV $3, $4
@@ -326,7 +330,7 @@ bench_run() {
 # configuration runs every depth once, and no context follows one of its own depth (llama-bench
 # would reuse that one's prefill instead of running its own)
 bench_rotated() {
-    local r=$1 m=$2 kv=$3 reps=$4 depths=$5 c d n=0 each=()
+    local r=$1 m=$2 kv=$3 reps=$4 depths=$5 c n=0 each=()
     local prefix="bench-$m-$kv" dir="$RESULTS/rotate" configs=($CONFIGS) ds=(${depths//,/ })
     for c in $CONFIGS; do
         [[ $c == *:* ]] && die "bench: BENCH_ROTATE takes configurations without ':' ($c): one process has one KV placement"
@@ -336,10 +340,7 @@ bench_rotated() {
     local a=${#ds[@]} b=${#configs[@]} t
     while [ "$b" -ne 0 ]; do t=$((a % b)); a=$b; b=$t; done
     [ "$a" -eq 1 ] || die "bench: BENCH_ROTATE needs the numbers of depths (${#ds[@]}) and configurations (${#configs[@]}) to share no factor"
-    if [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ]; then
-        say "bench: deadline reached before round $r ($m KV $kv, rotating); the next call resumes"
-        return 1
-    fi
+    past_deadline "round $r ($m KV $kv, rotating)" && return 1
     for c in $CONFIGS; do each+=("${ds[@]}"); done
     mkdir -p "$dir"
     rm -f "$dir/$prefix-r$r.stats" "$dir/$prefix-r$r.jsonl"
