@@ -18,6 +18,7 @@ pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream,
 
 pool_async::~pool_async() {
     release_live();
+    flush_reuse();
     drain(true);
     if (synchronize() != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
@@ -37,12 +38,13 @@ bool pool_async::observe(size_t pending) {
     pool_reserved_  = reserved;
     pool_used_      = used;
     pool_peak_used_ = std::max(pool_peak_used_, used);
-    // the device pool holds at least what this context has live from it, held back or about to
-    // hand out: never report less, even when the read failed (live + cached == reserved); the
+    // the device pool holds at least what this context has live from it, held back, kept for
+    // reuse or about to hand out: never report less, even when the read failed (live + cached == reserved); the
     // capture cache's buffers come on top
     const size_t capture_out = capture_bytes_ - capture_cached_bytes();
     const size_t device_live = stats_.live_bytes - std::min(stats_.live_bytes, capture_out);
-    reserved                 = std::max(reserved, device_live + deferred_bytes() + pending) + capture_bytes_;
+    const size_t held_back   = deferred_bytes() + reuse_.bytes();
+    reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
     bool grew = reserved > stats_.reserved_bytes;
     if (grew) {
         on_driver_alloc(reserved - stats_.reserved_bytes);
@@ -129,7 +131,18 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (capturing()) {
         return alloc_in_capture(bytes, ptr, actual);
     }
+    reuse_cache::buffer again{};
+    if (reuse_.take(bytes, &again)) {
+        *ptr    = again.ptr;
+        *actual = again.size;
+        stats_.hits++;
+        return OK;
+    }
     drain();
+    if (!reuse_.empty() && pool_used_ + bytes > pool_reserved_) {
+        flush_reuse(); // the device pool would grow: what the cache holds may serve this instead
+        observe();
+    }
     make_room_within_headroom(bytes);
     status st = OK;
     {
@@ -141,6 +154,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         driver_failed(GGML_CPOOL_LOG_DEBUG,
                       "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
                       to_mib(bytes));
+        flush_reuse();
         st = synchronize();
         if (st == OK) {
             st = drv_.pool_trim(device_, 0);
@@ -221,11 +235,22 @@ void pool_async::do_free(void * ptr, size_t actual) noexcept {
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return;
     }
+    auto leave = [this](const reuse_cache::buffer & b) { give_back(b.ptr, b.size); };
+    if (!reuse_.put({ ptr, actual }, leave)) {
+        give_back(ptr, actual);
+    }
+}
+
+void pool_async::give_back(void * ptr, size_t actual) noexcept {
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
         deferred_.push_back({ ptr, actual }); // within the room alloc made
     }
+}
+
+void pool_async::flush_reuse() noexcept {
+    reuse_.clear([this](const reuse_cache::buffer & b) { give_back(b.ptr, b.size); });
 }
 
 bool pool_async::free_now(void * ptr, size_t actual) {
@@ -253,6 +278,7 @@ status pool_async::trim() {
         log_capture_refusal("trim refused");
         return UNSUPPORTED;
     }
+    flush_reuse();
     drain();
     status st = synchronize();
     if (st == OK) {

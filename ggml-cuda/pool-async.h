@@ -8,9 +8,12 @@
 // instantiates it again on every change). So a capture is served from buffers this pool holds
 // outside any graph (cudaMalloc, legal in a relaxed-mode capture): best fit, kept for the next
 // capture as a legacy pool keeps its cache, given back by trim (the generation moves, so the
-// graphs that used them are captured again) and at destruction.
+// graphs that used them are captured again) and at destruction. Outside a capture, the few small
+// buffers the stream freed last are handed out again first (reuse-cache.h); they go back to the
+// stream-ordered pool before it would grow, and before trimming.
 
 #include "pool.h"
+#include "reuse-cache.h"
 
 #include <memory>
 #include <vector>
@@ -29,13 +32,15 @@ class pool_async final : public pool {
     status do_alloc(const request & r, void ** ptr, size_t * actual) override;
     void   do_free(void * ptr, size_t actual) noexcept override;
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
-    // come back to the capture cache
+    // come back to the capture cache; the reuse cache's may be held back when they leave it
     void   room_for_frees(size_t buffers) override {
-        reserve_at_least(deferred_, deferred_.size() + buffers);
+        reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
         reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
     }
     size_t cached_bytes() const override;
-    size_t held_bytes() const override { return stats_.live_bytes + deferred_bytes() + capture_cached_bytes(); }
+    size_t held_bytes() const override {
+        return stats_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
+    }
     size_t deferred_bytes() const;
     size_t capture_cached_bytes() const;
 
@@ -54,7 +59,10 @@ class pool_async final : public pool {
     void   keep_within_headroom(size_t pending);
     void   give_back_down_to(size_t keep, size_t pending);
     void   on_unpinned() override { drain(); }
-    void   on_stream_change() override { drain(); }
+    void   on_stream_change() override {
+        flush_reuse();
+        drain();
+    }
     // an allocation while the stream is capturing: from the capture cache (best fit), else a
     // buffer of its own outside the graph
     status alloc_in_capture(size_t bytes, void ** ptr, size_t * actual);
@@ -63,6 +71,10 @@ class pool_async final : public pool {
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
     void   drain(bool force = false);
     bool   free_now(void * ptr, size_t actual);
+    // a buffer leaving this context: to the driver now, or held back (pinned, capturing, refused)
+    void   give_back(void * ptr, size_t actual) noexcept;
+    // the reuse cache's buffers go the way of give_back
+    void   flush_reuse() noexcept;
 
     struct deferred {
         void * ptr;
@@ -76,6 +88,7 @@ class pool_async final : public pool {
     std::vector<deferred> capture_cache_;
     std::vector<void *>   capture_out_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
+    reuse_cache           reuse_;
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;

@@ -16,6 +16,7 @@
 
 namespace harness {
 
+constexpr size_t KiB = size_t(1) << 10;
 constexpr size_t MiB = size_t(1) << 20;
 
 // collects every log line while alive

@@ -5,6 +5,8 @@
 
 #include "async-fixture.h"
 
+#include <vector>
+
 using namespace harness;
 
 namespace {
@@ -116,6 +118,90 @@ TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
     ggml_cpool_driver_set_faults(fault, nullptr);
     ggml_cpool_ctx_free(ctx);
     ggml_cpool_driver_release(fault);
+}
+
+// a graph's evaluation: the same few scratch sizes, layer after layer. The headroom rule is off:
+// the sim's pool hands out whole blocks (CUDA's carves them from 32 MiB chunks), so under a budget
+// it would give back and take again a block for each size, with or without the reuse cache
+TEST_P(Async, RepeatedSmallScratchIsHandedOutAgainWithoutDriverCalls) {
+    const size_t          scratch[] = { 9 * KiB, 36 * KiB, 9 * KiB, 144 * KiB, 36 * KiB };
+    ggml_cpool_ctx_params p         = ctx_params(driver_, GGML_CPOOL_KIND_ASYNC);
+    p.headroom_pct                  = GGML_CPOOL_HEADROOM_UNLIMITED;
+    ggml_cpool_ctx_t ctx            = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_t pool  = pool_of(ctx);
+    auto         layer = [&] {
+        for (size_t size : scratch) {
+            release(pool, alloc(pool, size));
+        }
+    };
+    layer(); // the first layers meet each size
+    layer();
+    const uint64_t before = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_COUNT);
+    for (int i = 0; i < 32; i++) {
+        layer();
+    }
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_COUNT), before) << "every pair served again";
+    expect_consistent(pool);
+    ggml_cpool_ctx_free(ctx);
+}
+
+TEST_P(Async, ALargeBufferGoesStraightBackToTheStreamOrderedPool) {
+    ggml_cpool_ctx_t ctx   = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool  = pool_of(ctx);
+    buf              big   = alloc(pool, 2 * MiB);
+    const uint64_t   frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
+    release(pool, big);
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
+    ggml_cpool_ctx_free(ctx);
+}
+
+TEST_P(Async, TheReuseCacheKeepsSixteenBuffersAndFourMiB) {
+    ggml_cpool_ctx_t ctx  = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool = pool_of(ctx);
+    std::vector<buf> held;
+    for (int i = 0; i < 17; i++) { // distinct sizes, none serving another
+        held.push_back(alloc(pool, size_t(64 + 16 * i) * KiB));
+    }
+    uint64_t frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
+    for (const buf & b : held) {
+        release(pool, b);
+    }
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "the oldest of 17 went";
+    const uint64_t mallocs = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC);
+    release(pool, alloc(pool, held[0].size));
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC), mallocs + 1) << "not in the cache";
+    held.clear();
+    for (int i = 0; i < 5; i++) { // 5 MiB in all
+        held.push_back(alloc(pool, 1 * MiB));
+    }
+    frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
+    for (const buf & b : held) {
+        release(pool, b);
+    }
+    EXPECT_GE(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "4 MiB kept at most";
+    expect_consistent(pool);
+    ggml_cpool_ctx_free(ctx);
+}
+
+TEST_P(Async, TheReuseCacheGoesBackBeforeTheDevicePoolWouldGrow) {
+    ggml_cpool_ctx_t ctx  = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool = pool_of(ctx);
+    release(pool, alloc(pool, 1 * MiB)); // cached, in use as far as the device pool knows
+    const size_t before = reserved();
+    buf          other  = alloc(pool, 800 * KiB); // too small for the cached one
+    EXPECT_EQ(reserved(), before) << "the cached buffer's memory served it";
+    release(pool, other);
+    ggml_cpool_ctx_free(ctx);
+}
+
+TEST_P(Async, TrimGivesBackWhatTheReuseCacheHolds) {
+    ggml_cpool_ctx_t ctx  = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool = pool_of(ctx);
+    release(pool, alloc(pool, 256 * KiB));
+    ASSERT_EQ(ggml_cpool_trim(pool), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(reserved(), 0u) << "nothing stays in use by a cache";
+    ggml_cpool_ctx_free(ctx);
 }
 
 HARNESS_INSTANTIATE(Async, testing::Values(DRIVER), driver_name);

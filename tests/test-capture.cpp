@@ -270,6 +270,25 @@ TEST(CaptureAsync, AFreeDuringCaptureWaitsUntilTheCaptureEnds) {
     ggml_cpool_ctx_free(ctx);
 }
 
+TEST(CaptureAsync, AReusableBufferIsNotHandedToACapture) {
+    sim_device       device(sim_params(CAPACITY));
+    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           stream = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    buf eager = alloc(pool, 64 * 1024);
+    release(pool, eager); // in the reuse cache: stream-ordered memory, which no graph may keep
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
+    buf captured = alloc(pool, 64 * 1024);
+    EXPECT_NE(captured.ptr, eager.ptr) << "served outside the device pool";
+    release(pool, captured);
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
+    buf again = alloc(pool, 64 * 1024);
+    EXPECT_EQ(again.ptr, eager.ptr) << "after the capture, the reuse cache serves again";
+    release(pool, again);
+    ggml_cpool_ctx_free(ctx);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sim, Capture,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
                                          GGML_CPOOL_KIND_ASYNC),

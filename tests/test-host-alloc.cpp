@@ -19,7 +19,6 @@ constexpr ggml_cpool_status OK  = GGML_CPOOL_STATUS_OK;
 constexpr ggml_cpool_status OOM = GGML_CPOOL_STATUS_OUT_OF_MEMORY;
 
 constexpr size_t CAPACITY = 64 * MiB;
-constexpr size_t KiB      = 1024;
 
 // discards every line: the sweep's refusals would flood stderr, and a capturing logger would
 // allocate inside the armed calls

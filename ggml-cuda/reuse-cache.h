@@ -1,0 +1,83 @@
+#pragma once
+// The async pool's reuse cache: the few small buffers its stream freed last, handed out again
+// with no driver call. Stream order makes that safe, as in a legacy pool: the next user of a
+// buffer runs on the stream that freed it, after the work that freed it. A graph's evaluation asks
+// for the same few scratch sizes layer after layer and token after token, and a stream-ordered
+// allocation and free cost a driver call each (plus the pool's usage reads), where ggml's own
+// pools hand out a cached buffer in a few nanoseconds. What the cache holds is this context's
+// alone, so it stays small next to the stream-ordered pool, whose memory every stream shares:
+// larger buffers go straight back to it.
+
+#include <cstddef>
+#include <vector>
+
+namespace gcp {
+
+class reuse_cache {
+  public:
+    static constexpr size_t MAX_BUFFERS = 16;
+    static constexpr size_t MAX_BUFFER  = size_t(1) << 20; // a token's scratch; larger transients go back
+    static constexpr size_t MAX_BYTES   = size_t(4) << 20;
+    static constexpr size_t FIT_SLACK   = 8; // a buffer serves requests down to 1/8 below its size
+
+    struct buffer {
+        void * ptr;
+        size_t size;
+    };
+
+    // every buffer comes back without an allocation
+    reuse_cache() { buffers_.reserve(MAX_BUFFERS + 1); }
+
+    bool   empty() const { return buffers_.empty(); }
+    size_t bytes() const { return bytes_; }
+
+    // takes out the smallest buffer that serves `bytes`; false when none does
+    bool take(size_t bytes, buffer * out) {
+        size_t best = buffers_.size();
+        for (size_t i = 0; i < buffers_.size(); i++) {
+            const size_t s = buffers_[i].size;
+            if (s >= bytes && s - bytes <= s / FIT_SLACK && (best == buffers_.size() || s < buffers_[best].size)) {
+                best = i;
+            }
+        }
+        if (best == buffers_.size()) {
+            return false;
+        }
+        *out = buffers_[best];
+        bytes_ -= out->size;
+        buffers_.erase(buffers_.begin() + std::ptrdiff_t(best));
+        return true;
+    }
+
+    // keeps b when it is small enough (false: the caller frees it); the oldest buffers beyond the
+    // bounds go to evict(buffer)
+    template <typename Evict> bool put(buffer b, Evict && evict) {
+        if (b.size > MAX_BUFFER) {
+            return false;
+        }
+        buffers_.push_back(b); // within the room the constructor made
+        bytes_ += b.size;
+        while (buffers_.size() > MAX_BUFFERS || bytes_ > MAX_BYTES) {
+            const buffer oldest = buffers_.front();
+            buffers_.erase(buffers_.begin());
+            bytes_ -= oldest.size;
+            evict(oldest);
+        }
+        return true;
+    }
+
+    // every buffer, oldest first, to f(buffer); the cache is empty after
+    template <typename F> void clear(F && f) {
+        for (const buffer & b : buffers_) {
+            f(b);
+        }
+        buffers_.clear();
+        bytes_ = 0;
+    }
+
+  private:
+    std::vector<buffer> buffers_; // oldest first
+    size_t              bytes_ = 0;
+};
+
+} // namespace gcp
