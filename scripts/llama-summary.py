@@ -38,23 +38,25 @@ def ratio_interval(values, base):
     ({round: [t/s, ...]}). The configurations run interleaved round by round, so a round's drift
     (clocks, temperature, the other tenants of the host) hits all of them alike: where both have
     two or more rounds in common, the rounds are resampled, the same rounds for both, which keeps
-    that drift out of the interval (a paired bootstrap); otherwise every sample is resampled on
-    its own."""
+    that drift out of the interval (a paired bootstrap), and the ratio is of those rounds alone (a
+    round only one of them ran, or pooled results where one sat a session out, would tilt it);
+    otherwise every sample is resampled on its own."""
     rng = random.Random(BOOTSTRAP_SEED)
     common = sorted(set(values) & set(base))
     if len(common) >= 2:
         def draw():
             pick = rng.choices(common, k=len(common))
             return statistics.median(pooled(values, pick)) / statistics.median(pooled(base, pick))
+        point = statistics.median(pooled(values, common)) / statistics.median(pooled(base, common))
     else:
         v, b = pooled(values), pooled(base)
 
         def draw():
             return statistics.median(rng.choices(v, k=len(v))) / statistics.median(rng.choices(b, k=len(b)))
+        point = statistics.median(v) / statistics.median(b)
     ratios = sorted(draw() for _ in range(BOOTSTRAP_RESAMPLES))
     tail = (1 - CONFIDENCE) / 2
-    return (statistics.median(pooled(values)) / statistics.median(pooled(base)),
-            ratios[int(tail * len(ratios))], ratios[int((1 - tail) * len(ratios)) - 1])
+    return point, ratios[int(tail * len(ratios))], ratios[int((1 - tail) * len(ratios)) - 1]
 
 
 def read(path):

@@ -3,7 +3,8 @@
 interleaved round by round, every round's speed drifting by up to 12% for all configurations alike
 (as on a shared GPU machine), 0.5% of noise within a round. The paired interval must keep the drift
 out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, and exclude 1 for one
-3% slower (which an interval resampling each sample on its own cannot tell from drift). The
+3% slower (which an interval resampling each sample on its own cannot tell from drift); a round
+only ggml's pools ran must not move a ratio. The
 speculative table also sums each run's pool allocations and time in pool calls over its stats
 lines (a context each), and says "-" where the lines carry no time.
 
@@ -69,6 +70,16 @@ def main():
         check(level[2] - level[1] < 0.02, f"llama-bench: 12% of drift between rounds stays out: {level} narrower "
               "than 0.02", bench)
         check(slow[2] < 1.0, f"llama-bench: a configuration 3% slower: {slow} excludes 1", bench)
+
+        # a round only ggml's pools ran, far slower than the others: it pairs with nothing, so the
+        # ratio must not move (of all samples, the median of ggml's would fall by a drift step)
+        with open(os.path.join(results, f"bench-1b-q8_0-f16-ggml-r{len(DRIFT)}.jsonl"), "w") as f:
+            f.write(json.dumps({"n_prompt": 0, "n_gen": 128, "n_depth": 0, "samples_ts": [BASE_TS * 0.6] * REPS}) + "\n")
+        _, bench = captured(summary.bench, results)
+        alone = interval(bench, "level", "| 1b-q8_0 |")
+        check(abs(alone[0] - level[0]) < 0.002, f"llama-bench: a round only ggml ran leaves the ratio {level[0]} "
+              f"as it was: {alone[0]}", bench)
+        os.remove(os.path.join(results, f"bench-1b-q8_0-f16-ggml-r{len(DRIFT)}.jsonl"))
 
         _, spec = captured(summary.speculative, results)
         level = interval(spec, None, "| level |")
