@@ -132,7 +132,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         return alloc_in_capture(bytes, ptr, actual);
     }
     reuse_cache::buffer again{};
-    if (reuse_.take(bytes, &again)) {
+    if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
         stats_.hits++;

@@ -8,6 +8,7 @@
 // alone, so it stays small next to the stream-ordered pool, whose memory every stream shares:
 // larger buffers go straight back to it.
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -31,12 +32,15 @@ class reuse_cache {
     bool   empty() const { return buffers_.empty(); }
     size_t bytes() const { return bytes_; }
 
-    // takes out the smallest buffer that serves `bytes`; false when none does
-    bool take(size_t bytes, buffer * out) {
+    // takes out the smallest buffer of at least `need` bytes that a miss for `bytes` would not
+    // have made smaller than FIT_SLACK allows (a growing request needs less than the 2x its miss
+    // asks for); false when none does
+    bool take(size_t need, size_t bytes, buffer * out) {
         size_t best = buffers_.size();
         for (size_t i = 0; i < buffers_.size(); i++) {
             const size_t s = buffers_[i].size;
-            if (s >= bytes && s - bytes <= s / FIT_SLACK && (best == buffers_.size() || s < buffers_[best].size)) {
+            if (s >= need && s - std::min(s, bytes) <= s / FIT_SLACK &&
+                (best == buffers_.size() || s < buffers_[best].size)) {
                 best = i;
             }
         }
