@@ -131,6 +131,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (capturing()) {
         return alloc_in_capture(bytes, ptr, actual);
     }
+    drain(); // what a capture held back goes first (nothing to do when nothing was)
     reuse_cache::buffer again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
@@ -138,10 +139,12 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         stats_.hits++;
         return OK;
     }
-    drain();
-    if (!reuse_.empty() && pool_used_ + bytes > pool_reserved_) {
-        flush_reuse(); // the device pool would grow: what the cache holds may serve this instead
-        observe();
+    if (!reuse_.empty() && would_grow(bytes)) {
+        observe(); // the last read may be stale: other contexts' calls move the device pool too
+        if (would_grow(bytes)) {
+            flush_reuse(); // what the cache holds may serve this instead
+            observe();
+        }
     }
     make_room_within_headroom(bytes);
     status st = OK;
@@ -255,7 +258,9 @@ void pool_async::flush_reuse() noexcept {
 
 bool pool_async::free_now(void * ptr, size_t actual) {
     status st = drv_.free_async(device_, ptr, stream_);
-    if (st != OK) {
+    if (st == OK) {
+        pool_used_ -= std::min(pool_used_, actual); // as the next read will say
+    } else {
         driver_failed(GGML_CPOOL_LOG_ERROR, "async free of %p (%.2f MiB) failed (%s); kept, to retry", ptr,
                       to_mib(actual), ggml_cpool_status_str(st));
     }

@@ -58,6 +58,8 @@ class pool_async final : public pool {
     void   make_room_within_headroom(size_t bytes);
     void   keep_within_headroom(size_t pending);
     void   give_back_down_to(size_t keep, size_t pending);
+    // whether `bytes` more would take the device pool past what it holds, by the last read
+    bool   would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
     void   on_unpinned() override { drain(); }
     void   on_stream_change() override {
         flush_reuse();

@@ -173,6 +173,47 @@ TEST_P(Async, AGrowingRequestIsServedByTheDoubledBufferItGotBefore) {
     ggml_cpool_ctx_free(ctx);
 }
 
+// small scratch beside a transient too large to cache: the transient's own free makes room for
+// it again, so its miss must not give the cached scratch back (default headroom)
+TEST_P(Async, ATransientBesideCachedScratchLeavesTheScratchCached) {
+    constexpr int    LAYERS = 20;
+    ggml_cpool_ctx_t ctx    = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    auto             layer  = [&] {
+        for (size_t size : { 64 * KiB, 256 * KiB, 2 * MiB }) {
+            release(pool, alloc(pool, size));
+        }
+    };
+    layer();
+    layer();
+    const uint64_t before = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC);
+    const uint64_t reads  = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_POOL_ATTR);
+    for (int i = 0; i < LAYERS; i++) {
+        layer();
+    }
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC) - before, uint64_t(LAYERS))
+        << "the transient's allocation alone, once a layer";
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_POOL_ATTR) - reads, uint64_t(LAYERS))
+        << "one read of the device pool's usage a layer, after the transient's allocation";
+    ggml_cpool_ctx_free(ctx);
+}
+
+// what this context last read of the device pool is stale once another context frees: a fresh
+// read must decide before the cache goes back
+TEST_P(Async, AnotherContextsFreeDoesNotEmptyTheReuseCache) {
+    ggml_cpool_ctx_t mine = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC), other = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    buf              big  = alloc(pool_of(other), 4 * MiB);
+    release(pool_of(mine), alloc(pool_of(mine), 64 * KiB)); // read with `big` in use, then cached
+    release(pool_of(other), big);
+    ASSERT_EQ(ggml_cpool_driver_synchronize(driver_, 0), GGML_CPOOL_STATUS_OK); // any stream may reuse it now
+    const uint64_t frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
+    buf            mid   = alloc(pool_of(mine), 1 * MiB);
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees) << "the 64 KiB stayed cached";
+    release(pool_of(mine), mid);
+    ggml_cpool_ctx_free(other);
+    ggml_cpool_ctx_free(mine);
+}
+
 TEST_P(Async, ALargeBufferGoesStraightBackToTheStreamOrderedPool) {
     ggml_cpool_ctx_t ctx   = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool  = pool_of(ctx);

@@ -289,6 +289,24 @@ TEST(CaptureAsync, AReusableBufferIsNotHandedToACapture) {
     ggml_cpool_ctx_free(ctx);
 }
 
+TEST(CaptureAsync, WhatACaptureHeldBackGoesOutAtTheNextAllocationEvenAHit) {
+    sim_device       device(sim_params(CAPACITY));
+    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           stream = nullptr;
+    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    release(pool, alloc(pool, 64 * 1024)); // cached
+    buf big = alloc(pool, 4 * MiB);         // too large to cache
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
+    release(pool, big); // held back: a free now would be captured
+    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
+    const uint64_t frees = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC);
+    buf            hit   = alloc(pool, 64 * 1024);
+    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
+    release(pool, hit);
+    ggml_cpool_ctx_free(ctx);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sim, Capture,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
                                          GGML_CPOOL_KIND_ASYNC),
