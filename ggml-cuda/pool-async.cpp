@@ -39,8 +39,8 @@ bool pool_async::observe(size_t pending) {
     pool_used_      = used;
     pool_peak_used_ = std::max(pool_peak_used_, used);
     // the device pool holds at least what this context has live from it, held back, kept for
-    // reuse or about to hand out: never report less, even when the read failed (live + cached == reserved); the
-    // capture cache's buffers come on top
+    // reuse or about to hand out: never report less, even when the read failed (live + cached ==
+    // reserved); the capture cache's buffers come on top
     const size_t capture_out = capture_bytes_ - capture_cached_bytes();
     const size_t device_live = stats_.live_bytes - std::min(stats_.live_bytes, capture_out);
     const size_t held_back   = deferred_bytes() + reuse_.bytes();
@@ -54,22 +54,6 @@ bool pool_async::observe(size_t pending) {
     return grew;
 }
 
-size_t pool_async::deferred_bytes() const {
-    size_t n = 0;
-    for (const deferred & d : deferred_) {
-        n += d.size;
-    }
-    return n;
-}
-
-size_t pool_async::capture_cached_bytes() const {
-    size_t n = 0;
-    for (const deferred & d : capture_cache_) {
-        n += d.size;
-    }
-    return n;
-}
-
 size_t pool_async::cached_bytes() const {
     // reserved is the device pool's, so it holds at least this context's live bytes
     return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
@@ -78,16 +62,11 @@ size_t pool_async::cached_bytes() const {
 status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) {
     // its free cannot fail for want of room once the graph uses it
     reserve_at_least(capture_out_, capture_out_.size() + 1);
-    auto best = capture_cache_.end();
-    for (auto it = capture_cache_.begin(); it != capture_cache_.end(); ++it) {
-        if (it->size >= bytes && (best == capture_cache_.end() || it->size < best->size)) {
-            best = it;
-        }
-    }
-    if (best != capture_cache_.end()) {
-        *ptr    = best->ptr;
-        *actual = best->size;
-        capture_cache_.erase(best);
+    const size_t best = smallest_fitting(capture_cache_, [&](size_t s) { return s >= bytes; });
+    if (best != capture_cache_.size()) {
+        *ptr    = capture_cache_[best].ptr;
+        *actual = capture_cache_[best].size;
+        capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(best));
         capture_out_.push_back(*ptr);
         stats_.hits++;
         return OK;

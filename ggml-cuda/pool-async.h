@@ -41,8 +41,8 @@ class pool_async final : public pool {
     size_t held_bytes() const override {
         return stats_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
     }
-    size_t deferred_bytes() const;
-    size_t capture_cached_bytes() const;
+    size_t deferred_bytes() const { return bytes_of(deferred_); }
+    size_t capture_cached_bytes() const { return bytes_of(capture_cache_); }
 
   private:
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
@@ -78,10 +78,7 @@ class pool_async final : public pool {
     // the reuse cache's buffers go the way of give_back
     void   flush_reuse() noexcept;
 
-    struct deferred {
-        void * ptr;
-        size_t size;
-    };
+    using deferred = held_buffer;
     // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
     std::vector<deferred> deferred_;

@@ -14,6 +14,33 @@
 
 namespace gcp {
 
+// a buffer a pool holds for later, and its size
+struct held_buffer {
+    void * ptr;
+    size_t size;
+};
+
+// the index of the smallest buffer whose size fits(size) accepts; buffers.size() when none
+template <typename Fits> size_t smallest_fitting(const std::vector<held_buffer> & buffers, Fits && fits) {
+    size_t best = buffers.size();
+    for (size_t i = 0; i < buffers.size(); i++) {
+        const size_t s = buffers[i].size;
+        if (fits(s) && (best == buffers.size() || s < buffers[best].size)) {
+            best = i;
+        }
+    }
+    return best;
+}
+
+// what the buffers hold in all
+inline size_t bytes_of(const std::vector<held_buffer> & buffers) {
+    size_t n = 0;
+    for (const held_buffer & b : buffers) {
+        n += b.size;
+    }
+    return n;
+}
+
 class reuse_cache {
   public:
     static constexpr size_t MAX_BUFFERS = 16;
@@ -21,10 +48,7 @@ class reuse_cache {
     static constexpr size_t MAX_BYTES   = size_t(4) << 20;
     static constexpr size_t FIT_SLACK   = 8; // a buffer serves requests down to 1/8 below its size
 
-    struct buffer {
-        void * ptr;
-        size_t size;
-    };
+    using buffer = held_buffer;
 
     // every buffer comes back without an allocation
     reuse_cache() { buffers_.reserve(MAX_BUFFERS + 1); }
@@ -36,14 +60,8 @@ class reuse_cache {
     // have made smaller than FIT_SLACK allows (a growing request needs less than the 2x its miss
     // asks for); false when none does
     bool take(size_t need, size_t bytes, buffer * out) {
-        size_t best = buffers_.size();
-        for (size_t i = 0; i < buffers_.size(); i++) {
-            const size_t s = buffers_[i].size;
-            if (s >= need && s - std::min(s, bytes) <= s / FIT_SLACK &&
-                (best == buffers_.size() || s < buffers_[best].size)) {
-                best = i;
-            }
-        }
+        const size_t best =
+            smallest_fitting(buffers_, [&](size_t s) { return s >= need && s - std::min(s, bytes) <= s / FIT_SLACK; });
         if (best == buffers_.size()) {
             return false;
         }
