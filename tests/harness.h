@@ -142,6 +142,27 @@ inline ggml_cpool_t pool_of(ggml_cpool_ctx_t ctx, int device = 0) {
     return pool;
 }
 
+// an async context on a sim device, and its stream, whose capture the test switches on and off;
+// the context goes first, then the device checks that nothing is left
+struct async_sim {
+    explicit async_sim(size_t capacity) : device(sim_params(capacity)) {
+        ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
+        pool = pool_of(ctx);
+        EXPECT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
+    }
+    ~async_sim() { ggml_cpool_ctx_free(ctx); }
+    async_sim(const async_sim &)             = delete;
+    async_sim & operator=(const async_sim &) = delete;
+
+    ggml_cpool_status capture(bool on) { return ggml_cpool_sim_set_capturing(device.drv, 0, stream, on ? 1 : 0); }
+    uint64_t          calls(ggml_cpool_call c) const { return ggml_cpool_driver_calls(device.drv, c); }
+
+    sim_device       device;
+    ggml_cpool_ctx_t ctx    = nullptr;
+    ggml_cpool_t     pool   = nullptr;
+    void *           stream = nullptr;
+};
+
 inline ggml_cpool_stats stats_of(ggml_cpool_t pool) {
     ggml_cpool_stats s{};
     EXPECT_EQ(ggml_cpool_get_stats(pool, &s), GGML_CPOOL_STATUS_OK);

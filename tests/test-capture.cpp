@@ -252,59 +252,43 @@ TEST(CaptureVmm, AFailedGrowthDuringCaptureIsUndoneOnlyAfterIt) {
 }
 
 TEST(CaptureAsync, AFreeDuringCaptureWaitsUntilTheCaptureEnds) {
-    sim_device          device(sim_params(CAPACITY));
-    ggml_cpool_driver_t drv    = device.drv;
-    ggml_cpool_ctx_t    ctx    = make_ctx(drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool   = pool_of(ctx);
-    void *           stream = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    buf a = alloc(pool, 4 * MiB); // before capture
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    uint64_t frees = ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC);
-    release(pool, a);
-    EXPECT_EQ(ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC), frees) << "no free into the capture";
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    buf b = alloc(pool, 1 * MiB); // after capture: the held free goes out first
-    EXPECT_EQ(ggml_cpool_driver_calls(drv, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
-    release(pool, b);
-    ggml_cpool_ctx_free(ctx);
+    async_sim s(CAPACITY);
+    buf       a = alloc(s.pool, 4 * MiB); // before capture
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    uint64_t frees = s.calls(GGML_CPOOL_CALL_FREE_ASYNC);
+    release(s.pool, a);
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE_ASYNC), frees) << "no free into the capture";
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    buf b = alloc(s.pool, 1 * MiB); // after capture: the held free goes out first
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
+    release(s.pool, b);
 }
 
 TEST(CaptureAsync, AReusableBufferIsNotHandedToACapture) {
-    sim_device       device(sim_params(CAPACITY));
-    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool   = pool_of(ctx);
-    void *           stream = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    buf eager = alloc(pool, 64 * 1024);
-    release(pool, eager); // in the reuse cache: stream-ordered memory, which no graph may keep
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    buf captured = alloc(pool, 64 * 1024);
+    async_sim s(CAPACITY);
+    buf       eager = alloc(s.pool, 64 * 1024);
+    release(s.pool, eager); // in the reuse cache: stream-ordered memory, which no graph may keep
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    buf captured = alloc(s.pool, 64 * 1024);
     EXPECT_NE(captured.ptr, eager.ptr) << "served outside the device pool";
-    release(pool, captured);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    buf again = alloc(pool, 64 * 1024);
+    release(s.pool, captured);
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    buf again = alloc(s.pool, 64 * 1024);
     EXPECT_EQ(again.ptr, eager.ptr) << "after the capture, the reuse cache serves again";
-    release(pool, again);
-    ggml_cpool_ctx_free(ctx);
+    release(s.pool, again);
 }
 
 TEST(CaptureAsync, WhatACaptureHeldBackGoesOutAtTheNextAllocationEvenAHit) {
-    sim_device       device(sim_params(CAPACITY));
-    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool   = pool_of(ctx);
-    void *           stream = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    release(pool, alloc(pool, 64 * 1024)); // cached
-    buf big = alloc(pool, 4 * MiB);         // too large to cache
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    release(pool, big); // held back: a free now would be captured
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    const uint64_t frees = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC);
-    buf            hit   = alloc(pool, 64 * 1024);
-    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
-    release(pool, hit);
-    ggml_cpool_ctx_free(ctx);
+    async_sim s(CAPACITY);
+    release(s.pool, alloc(s.pool, 64 * 1024)); // cached
+    buf big = alloc(s.pool, 4 * MiB);           // too large to cache
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    release(s.pool, big); // held back: a free now would be captured
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    const uint64_t frees = s.calls(GGML_CPOOL_CALL_FREE_ASYNC);
+    buf            hit   = alloc(s.pool, 64 * 1024);
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
+    release(s.pool, hit);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, Capture,

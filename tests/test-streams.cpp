@@ -190,79 +190,67 @@ INSTANTIATE_TEST_SUITE_P(Sim, Streams,
 // graph, which cudaGraphExecUpdate refuses to update; the capture is served from buffers the pool
 // holds outside any graph instead
 TEST(StreamsAsync, ACaptureIsServedOutsideTheGraph) {
-    sim_device       device(sim_params(CAPACITY));
-    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool   = pool_of(ctx);
-    void *           stream = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    buf before = alloc(pool, 1 * MiB); // allocated outside the capture, from the device pool
-    size_t reserved = 0, used = 0;
-    ASSERT_EQ(ggml_cpool_driver_pool_usage(device.drv, 0, &reserved, &used), GGML_CPOOL_STATUS_OK);
-    auto calls = [&](ggml_cpool_call c) { return ggml_cpool_driver_calls(device.drv, c); };
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    const uint64_t async_allocs = calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_frees = calls(GGML_CPOOL_CALL_FREE_ASYNC);
-    const uint64_t mallocs = calls(GGML_CPOOL_CALL_MALLOC), frees = calls(GGML_CPOOL_CALL_FREE);
+    async_sim    s(CAPACITY);
+    ggml_cpool_t pool     = s.pool;
+    buf          before   = alloc(pool, 1 * MiB); // allocated outside the capture, from the device pool
+    size_t       reserved = 0, used = 0;
+    ASSERT_EQ(ggml_cpool_driver_pool_usage(s.device.drv, 0, &reserved, &used), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    const uint64_t async_allocs = s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC);
+    const uint64_t async_frees  = s.calls(GGML_CPOOL_CALL_FREE_ASYNC);
+    const uint64_t mallocs = s.calls(GGML_CPOOL_CALL_MALLOC), frees = s.calls(GGML_CPOOL_CALL_FREE);
     buf g = alloc(pool, 4 * MiB);
     EXPECT_TRUE(fill_and_check(drv::sim, g.ptr, g.size, 0x3d));
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_allocs) << "no memory node in the graph";
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_MALLOC), mallocs + 1) << "a buffer of the pool's own, outside the graph";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_allocs) << "no memory node in the graph";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC), mallocs + 1) << "a buffer of the pool's own, outside the graph";
     size_t reserved_now = 0;
-    ASSERT_EQ(ggml_cpool_driver_pool_usage(device.drv, 0, &reserved_now, &used), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_driver_pool_usage(s.device.drv, 0, &reserved_now, &used), GGML_CPOOL_STATUS_OK);
     EXPECT_EQ(reserved_now, reserved) << "not the device pool's memory";
-    ggml_cpool_ctx_t other  = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_ctx_t other  = make_ctx(s.device.drv, GGML_CPOOL_KIND_ASYNC);
     buf              theirs = alloc(pool_of(other), 4 * MiB);
     EXPECT_NE(theirs.ptr, g.ptr) << "another session is never handed a graph's memory";
     release(pool, g);
     buf again = alloc(pool, 3 * MiB); // later in the same capture: the stream's order makes reuse safe
     EXPECT_EQ(again.ptr, g.ptr) << "the capture cache serves the next allocation of the capture";
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_MALLOC), mallocs + 1);
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC), mallocs + 1);
     release(pool, again);
     release(pool, before);
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees) << "nothing is freed into the capture";
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_FREE), frees) << "the graph keeps using its buffer";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees) << "nothing is freed into the capture";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE), frees) << "the graph keeps using its buffer";
     expect_consistent(pool);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    const uint64_t async_now = calls(GGML_CPOOL_CALL_MALLOC_ASYNC);
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    const uint64_t async_now = s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC);
     buf            eager     = alloc(pool, 2 * MiB); // outside a capture: the device pool, as before
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_now + 1);
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_now + 1);
     EXPECT_NE(eager.ptr, g.ptr) << "the capture's buffers stay the graphs'";
     release(pool, eager);
     const uint64_t generation = ggml_cpool_generation(pool);
     ASSERT_EQ(ggml_cpool_trim(pool), GGML_CPOOL_STATUS_OK);
-    EXPECT_EQ(calls(GGML_CPOOL_CALL_FREE), frees + 1) << "trim gives the capture cache back";
-    EXPECT_GT(calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees) << "and the held free goes out after the capture";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE), frees + 1) << "trim gives the capture cache back";
+    EXPECT_GT(s.calls(GGML_CPOOL_CALL_FREE_ASYNC), async_frees) << "and the held free goes out after the capture";
     EXPECT_GT(ggml_cpool_generation(pool), generation) << "the graphs that used it are captured again";
     expect_consistent(pool);
     release(pool_of(other), theirs);
     ggml_cpool_ctx_free(other);
-    ggml_cpool_ctx_free(ctx);
 }
 
 TEST(StreamsAsync, TheCaptureCacheServesTheNextCaptureAndGoesWithTheContext) {
-    sim_device       device(sim_params(CAPACITY));
-    ggml_cpool_ctx_t ctx    = make_ctx(device.drv, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool   = pool_of(ctx);
-    void *           stream = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    buf g = alloc(pool, 2 * MiB);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    const uint64_t frees = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE) +
-                           ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC);
-    release(pool, g); // freed after its capture: kept for the graph and the next capture
-    EXPECT_EQ(ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE) +
-                  ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_FREE_ASYNC),
-              frees);
-    EXPECT_EQ(stats_of(pool).cached_bytes, g.size);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
-    const uint64_t hits = stats_of(pool).hits;
-    buf            h    = alloc(pool, 2 * MiB);
+    async_sim s(CAPACITY); // at its end, the device checks that nothing is left
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    buf g = alloc(s.pool, 2 * MiB);
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    const uint64_t frees = s.calls(GGML_CPOOL_CALL_FREE) + s.calls(GGML_CPOOL_CALL_FREE_ASYNC);
+    release(s.pool, g); // freed after its capture: kept for the graph and the next capture
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE) + s.calls(GGML_CPOOL_CALL_FREE_ASYNC), frees);
+    EXPECT_EQ(stats_of(s.pool).cached_bytes, g.size);
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    const uint64_t hits = stats_of(s.pool).hits;
+    buf            h    = alloc(s.pool, 2 * MiB);
     EXPECT_EQ(h.ptr, g.ptr);
-    EXPECT_EQ(stats_of(pool).hits, hits + 1);
-    release(pool, h);
-    ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 0), GGML_CPOOL_STATUS_OK);
-    expect_consistent(pool);
-    ggml_cpool_ctx_free(ctx); // sim_device checks that nothing is left
+    EXPECT_EQ(stats_of(s.pool).hits, hits + 1);
+    release(s.pool, h);
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    expect_consistent(s.pool);
 }
 
 TEST(StreamsLog, TheLastErrorIsTheThreadsLastWarningOrErrorLine) {
