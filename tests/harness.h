@@ -136,6 +136,15 @@ inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, 
     return ctx;
 }
 
+// a context of one kind whose pools keep the given headroom (GGML_CPOOL_HEADROOM_UNLIMITED: none)
+inline ggml_cpool_ctx_t make_ctx_with_headroom(ggml_cpool_driver_t drv, ggml_cpool_kind kind, uint32_t headroom_pct) {
+    ggml_cpool_ctx_params p   = ctx_params(drv, kind);
+    p.headroom_pct            = headroom_pct;
+    ggml_cpool_ctx_t      ctx = nullptr;
+    EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    return ctx;
+}
+
 inline ggml_cpool_t pool_of(ggml_cpool_ctx_t ctx, int device = 0) {
     ggml_cpool_t pool = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, device, &pool), GGML_CPOOL_STATUS_OK);

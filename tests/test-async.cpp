@@ -125,11 +125,9 @@ TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
 // the sim's pool hands out whole blocks (CUDA's carves them from 32 MiB chunks), so under a budget
 // it would give back and take again a block for each size, with or without the reuse cache
 TEST_P(Async, RepeatedSmallScratchIsHandedOutAgainWithoutDriverCalls) {
-    const size_t          scratch[] = { 9 * KiB, 36 * KiB, 9 * KiB, 144 * KiB, 36 * KiB };
-    ggml_cpool_ctx_params p         = ctx_params(driver_, GGML_CPOOL_KIND_ASYNC);
-    p.headroom_pct                  = GGML_CPOOL_HEADROOM_UNLIMITED;
-    ggml_cpool_ctx_t ctx            = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    const size_t     scratch[] = { 9 * KiB, 36 * KiB, 9 * KiB, 144 * KiB, 36 * KiB };
+    ggml_cpool_ctx_t ctx       = make_ctx_with_headroom(driver_, GGML_CPOOL_KIND_ASYNC, GGML_CPOOL_HEADROOM_UNLIMITED);
+    ASSERT_NE(ctx, nullptr);
     ggml_cpool_t pool  = pool_of(ctx);
     auto         layer = [&] {
         for (size_t size : scratch) {
@@ -151,11 +149,9 @@ TEST_P(Async, RepeatedSmallScratchIsHandedOutAgainWithoutDriverCalls) {
 // steps from the reuse cache, as a legacy pool's does, until the growth outruns it (the headroom
 // rule off, as above)
 TEST_P(Async, AGrowingRequestIsServedByTheDoubledBufferItGotBefore) {
-    constexpr int         STEPS = 100;
-    ggml_cpool_ctx_params p     = ctx_params(driver_, GGML_CPOOL_KIND_ASYNC);
-    p.headroom_pct              = GGML_CPOOL_HEADROOM_UNLIMITED;
-    ggml_cpool_ctx_t ctx        = nullptr;
-    ASSERT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+    constexpr int    STEPS = 100;
+    ggml_cpool_ctx_t ctx   = make_ctx_with_headroom(driver_, GGML_CPOOL_KIND_ASYNC, GGML_CPOOL_HEADROOM_UNLIMITED);
+    ASSERT_NE(ctx, nullptr);
     ggml_cpool_t pool   = pool_of(ctx);
     uint64_t     misses = 0;
     double       size   = 4 * KiB;

@@ -36,12 +36,9 @@ void step(ggml_cpool_t pool, size_t growing) {
 }
 
 run_result grow_then_hold(ggml_cpool_kind kind, uint32_t headroom_pct) {
-    sim_device            device(sim_params(1024 * MiB));
-    ggml_cpool_ctx_params p   = ctx_params(device.drv, kind);
-    p.headroom_pct            = headroom_pct;
-    ggml_cpool_ctx_t      ctx = nullptr;
-    EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_t pool = pool_of(ctx);
+    sim_device       device(sim_params(1024 * MiB));
+    ggml_cpool_ctx_t ctx  = make_ctx_with_headroom(device.drv, kind, headroom_pct);
+    ggml_cpool_t     pool = pool_of(ctx);
     run_result   r;
     for (int t = 1; t <= STEPS; t++) {
         step(pool, size_t(t) * GROWTH_STEP);
