@@ -10,7 +10,8 @@
 // in place, as ggml does when a graph changes), while B allocates from the device's
 // stream-ordered pool and writes concurrently with every replay. Its control takes A's scratch
 // from the pool before the capture and frees it after, unpinned: B is handed that block and
-// corrupts the replays.
+// corrupts the replays. B's buffer and the control's scratch are larger than what the async
+// pool's reuse cache keeps, so their frees go back to the stream-ordered pool that both share.
 
 #include "cuda-check.h"
 #include "harness.h"
@@ -24,10 +25,11 @@ using namespace harness;
 
 namespace {
 
-constexpr int    N       = 1 << 16;  // elements of the graph's scratch buffer
-constexpr size_t BYTES   = N * sizeof(float);
-constexpr int    REPLAYS = 500;
-constexpr int    THREADS = 256;
+constexpr int    N            = 1 << 16; // elements of the graph's scratch buffer
+constexpr size_t BYTES        = N * sizeof(float);
+constexpr int    REPLAYS      = 500;
+constexpr int    THREADS      = 256;
+constexpr size_t SHARED_BYTES = 2 * MiB; // beyond the async reuse cache's largest buffer (1 MiB)
 
 __global__ void read_scratch(const float * scratch, float * out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -232,7 +234,7 @@ class AsyncGraphs : public TwoSessions {
         ggml_cpool_t a_pool = pool_of(a_);
         const int    blocks = (N + THREADS - 1) / THREADS;
         if (!in_capture) {
-            *outside = alloc(a_pool, BYTES);
+            *outside = alloc(a_pool, SHARED_BYTES);
         }
         cudaGraph_t graph = nullptr;
         EXPECT_EQ(cudaStreamBeginCapture(sa, cudaStreamCaptureModeRelaxed), cudaSuccess);
@@ -267,7 +269,7 @@ class AsyncGraphs : public TwoSessions {
             // B: a buffer from the device pool, written while A replays (no synchronize between)
             void * p   = nullptr;
             size_t got = 0;
-            EXPECT_EQ(ggml_cpool_alloc(b_pool, BYTES, 0, &p, &got), GGML_CPOOL_STATUS_OK);
+            EXPECT_EQ(ggml_cpool_alloc(b_pool, SHARED_BYTES, 0, &p, &got), GGML_CPOOL_STATUS_OK);
             scribble<<<64, THREADS, 0, sb>>>(static_cast<float *>(p), int(got / sizeof(float)), -1.0e6f, ROUNDS);
             EXPECT_EQ(cudaGraphLaunch(exec, sa), cudaSuccess);
             EXPECT_EQ(ggml_cpool_free(b_pool, p, got), GGML_CPOOL_STATUS_OK);
