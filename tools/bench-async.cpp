@@ -8,6 +8,11 @@
 //                                 and freeing its scratch and synchronizing per run: mode 0 is
 //                                 raw cudaMallocAsync at threshold 0 (CUDA's default), mode 1
 //                                 raw at the maximum threshold, mode 2 this module's async pool
+//   HitPair/<kind>                an allocation served from what the pool holds and its free, no
+//                                 synchronize: the pair a graph evaluation makes hundreds of times
+//                                 per token, each module kind on the real driver
+//   CaptureQuery                  one cudaStreamIsCapturing, which the async kind makes per
+//                                 allocation (a capture is served from its capture cache)
 // Every number is the median of the repetitions; without a GPU each benchmark says why it skipped.
 
 #include "ggml-cuda-pool.h"
@@ -21,6 +26,7 @@
 namespace {
 
 constexpr int    DELEGATES        = 25;
+constexpr size_t HIT_BYTES        = size_t(256) << 10; // a layer's scratch, within every kind's cache
 constexpr int    DELEGATES_RAW_COLD = 0, DELEGATES_RAW_WARM = 1, DELEGATES_MODULE = 2;
 constexpr size_t MiB              = size_t(1) << 20;
 const size_t     DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
@@ -166,6 +172,55 @@ void Delegates(benchmark::State & state) {
     }
 }
 
+void HitPair(benchmark::State & state) {
+    if (!have_gpu(state)) {
+        return;
+    }
+    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+    p.kind[0]               = ggml_cpool_kind(state.range(0));
+    ggml_cpool_ctx_t ctx    = nullptr;
+    ggml_cpool_t     pool   = nullptr;
+    void *           ptr    = nullptr;
+    size_t           actual = 0;
+    // the first pair fills the pool; every timed one is served from it
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_alloc(pool, HIT_BYTES, 0, &ptr, &actual) != GGML_CPOOL_STATUS_OK) {
+        state.SkipWithError(ggml_cpool_last_error());
+        ggml_cpool_ctx_free(ctx);
+        return;
+    }
+    ggml_cpool_free(pool, ptr, actual);
+    for (auto _ : state) {
+        if (ggml_cpool_alloc(pool, HIT_BYTES, 0, &ptr, &actual) != GGML_CPOOL_STATUS_OK) {
+            state.SkipWithError("alloc failed");
+            break;
+        }
+        ggml_cpool_free(pool, ptr, actual);
+    }
+    ggml_cpool_stats stats{};
+    if (ggml_cpool_get_stats(pool, &stats) == GGML_CPOOL_STATUS_OK) {
+        state.counters["driver_allocs"] = double(stats.driver_allocs); // 1: every timed pair was a hit
+    }
+    ggml_cpool_ctx_free(ctx);
+}
+
+void CaptureQuery(benchmark::State & state) {
+    if (!have_gpu(state)) {
+        return;
+    }
+    cudaStream_t s = nullptr;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    for (auto _ : state) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        if (!check(state, cudaStreamIsCapturing(s, &status))) {
+            break;
+        }
+        benchmark::DoNotOptimize(status);
+    }
+    cudaStreamDestroy(s);
+}
+
 constexpr int64_t SIZES[] = { int64_t(1) << 20, int64_t(16) << 20, int64_t(256) << 20, int64_t(1) << 30 };
 
 void sizes_by_warmth(benchmark::internal::Benchmark * b) {
@@ -188,6 +243,15 @@ BENCHMARK(AsyncPool)->Apply(sizes)->ArgNames({ "bytes" })->UseRealTime()->Unit(b
     ->Repetitions(5)->ReportAggregatesOnly(true);
 BENCHMARK(Delegates)->Arg(DELEGATES_RAW_COLD)->Arg(DELEGATES_RAW_WARM)->Arg(DELEGATES_MODULE)->ArgNames({ "mode" })->UseRealTime()->Unit(benchmark::kMicrosecond)
     ->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(HitPair)
+    ->Arg(GGML_CPOOL_KIND_LEGACY)
+    ->Arg(GGML_CPOOL_KIND_PLAIN)
+    ->Arg(GGML_CPOOL_KIND_VMM)
+    ->Arg(GGML_CPOOL_KIND_ASYNC)
+    ->ArgNames({ "kind" })
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(CaptureQuery)->Repetitions(5)->ReportAggregatesOnly(true);
 
 } // namespace
 
