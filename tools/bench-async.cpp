@@ -11,13 +11,16 @@
 //   HitPair/<kind>                an allocation served from what the pool holds and its free, no
 //                                 synchronize: the pair a graph evaluation makes hundreds of times
 //                                 per token, each module kind on the real driver
-//   CaptureQuery                  one cudaStreamIsCapturing, which the async kind makes per
-//                                 allocation (a capture is served from its capture cache)
+//   CaptureQuery/api:<api>        one capture-status query, which the async kind makes per
+//                                 allocation (a capture is served from its capture cache):
+//                                 api 0 the runtime's cudaStreamIsCapturing, api 1 the driver's
+//                                 cuStreamIsCapturing (reached through the runtime's entry point)
 // Every number is the median of the repetitions; without a GPU each benchmark says why it skipped.
 
 #include "ggml-cuda-pool.h"
 
 #include <benchmark/benchmark.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -28,6 +31,8 @@ namespace {
 constexpr int    DELEGATES        = 25;
 constexpr size_t HIT_BYTES        = size_t(256) << 10; // a layer's scratch, within every kind's cache
 constexpr int    DELEGATES_RAW_COLD = 0, DELEGATES_RAW_WARM = 1, DELEGATES_MODULE = 2;
+constexpr int    QUERY_RUNTIME = 0, QUERY_DRIVER = 1;
+constexpr unsigned DRIVER_ABI  = 12000; // the version asked of the driver's entry point
 constexpr size_t MiB              = size_t(1) << 20;
 const size_t     DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
 
@@ -209,14 +214,32 @@ void CaptureQuery(benchmark::State & state) {
     if (!have_gpu(state)) {
         return;
     }
+    decltype(&::cuStreamIsCapturing) driver_query = nullptr;
+    cudaDriverEntryPointQueryResult  found        = cudaDriverEntryPointSymbolNotFound;
+    if (state.range(0) == QUERY_DRIVER &&
+        (cudaGetDriverEntryPointByVersion("cuStreamIsCapturing", reinterpret_cast<void **>(&driver_query), DRIVER_ABI,
+                                          cudaEnableDefault, &found) != cudaSuccess ||
+         found != cudaDriverEntryPointSuccess)) {
+        state.SkipWithError("cuStreamIsCapturing not found");
+        return;
+    }
     cudaStream_t s = nullptr;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     for (auto _ : state) {
-        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-        if (!check(state, cudaStreamIsCapturing(s, &status))) {
-            break;
+        if (driver_query != nullptr) {
+            CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+            if (driver_query(static_cast<CUstream>(s), &status) != CUDA_SUCCESS) {
+                state.SkipWithError("cuStreamIsCapturing failed");
+                break;
+            }
+            benchmark::DoNotOptimize(status);
+        } else {
+            cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+            if (!check(state, cudaStreamIsCapturing(s, &status))) {
+                break;
+            }
+            benchmark::DoNotOptimize(status);
         }
-        benchmark::DoNotOptimize(status);
     }
     cudaStreamDestroy(s);
 }
@@ -251,7 +274,7 @@ BENCHMARK(HitPair)
     ->ArgNames({ "kind" })
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
-BENCHMARK(CaptureQuery)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(CaptureQuery)->Arg(QUERY_RUNTIME)->Arg(QUERY_DRIVER)->ArgNames({ "api" })->Repetitions(5)->ReportAggregatesOnly(true);
 
 } // namespace
 
