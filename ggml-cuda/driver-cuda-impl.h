@@ -86,6 +86,25 @@ class ledger {
     std::unordered_map<uintptr_t, piece> held_[KINDS];
 };
 
+#if !defined(GGML_USE_HIP)
+// ABI version asked of every driver entry point: the calls reached this way have not changed since
+constexpr unsigned DRIVER_ABI = 12000;
+
+// a driver call reached through the runtime's entry-point query (nothing links libcuda); false,
+// and *fn untouched, where the driver lacks it
+template <typename F> bool driver_entry(const char * symbol, F * fn) {
+    cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+    void *                          p      = nullptr;
+    if (cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &result) != cudaSuccess ||
+        result != cudaDriverEntryPointSuccess) {
+        (void) cudaGetLastError();
+        return false;
+    }
+    *fn = reinterpret_cast<F>(p);
+    return true;
+}
+#endif
+
 #if GCP_HAS_VMM
 // the VMM calls, reached through the runtime's entry-point query on CUDA (nothing links
 // libcuda), linked directly on HIP; nullptr where the runtime does not offer them.

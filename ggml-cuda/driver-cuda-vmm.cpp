@@ -30,20 +30,7 @@ struct driver_api {
     }
 #        define GCP_ENTRY(name) #name, &::name
 #    else
-    // ABI version asked of every driver entry point: these calls have not changed since
-    static constexpr unsigned DRIVER_ABI = 12000;
-
-    template <typename F> bool get(const char * symbol, F * fn) {
-        cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
-        void *                          p      = nullptr;
-        if (cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &result) != cudaSuccess ||
-            result != cudaDriverEntryPointSuccess) {
-            (void) cudaGetLastError();
-            return false;
-        }
-        *fn = reinterpret_cast<F>(p);
-        return true;
-    }
+    template <typename F> bool get(const char * symbol, F * fn) { return driver_entry(symbol, fn); }
 #        define GCP_ENTRY(name) #name
 #    endif
 

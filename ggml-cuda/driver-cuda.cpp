@@ -75,6 +75,9 @@ constexpr uint32_t TRANSIENT_PAUSE_US = 1000;
 class cuda_driver final : public primitives {
   public:
     explicit cuda_driver(int count) : count_(count) {
+#if !defined(GGML_USE_HIP)
+        driver_entry("cuStreamIsCapturing", &is_capturing_); // the runtime's call where the driver lacks it
+#endif
 #if GCP_HAS_VMM
         vmm_ = make_vmm(count, held_);
 #endif
@@ -139,10 +142,19 @@ class cuda_driver final : public primitives {
         });
     }
 
+    // the async pool asks at every allocation: the driver's call costs about a third of the runtime's
     status stream_capturing(int device, stream_t stream, bool * capturing) override {
+#if !defined(GGML_USE_HIP)
+        if (is_capturing_ != nullptr) {
+            CUstreamCaptureStatus s = CU_STREAM_CAPTURE_STATUS_NONE;
+            CUresult              r = is_capturing_(static_cast<CUstream>(stream), &s);
+            *capturing              = s != CU_STREAM_CAPTURE_STATUS_NONE; // an invalidated capture still forbids
+            return r == CUDA_SUCCESS ? OK : report(DRIVER_ERROR, "cuStreamIsCapturing", device, int(r));
+        }
+#endif
         cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
         cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
-        *capturing                = s != cudaStreamCaptureStatusNone; // an invalidated capture still forbids
+        *capturing                = s != cudaStreamCaptureStatusNone;
         return checked(e, "cudaStreamIsCapturing", device);
     }
 
@@ -185,6 +197,9 @@ class cuda_driver final : public primitives {
     std::unique_ptr<vmm_primitives>     vmm_;     // none where this build or runtime lacks VMM
     std::unique_ptr<mempool_primitives> mempool_; // none where this build lacks stream-ordered pools
     std::vector<bool>                   has_mempool_;
+#if !defined(GGML_USE_HIP)
+    decltype(&::cuStreamIsCapturing) is_capturing_ = nullptr;
+#endif
 };
 
 } // namespace
