@@ -58,8 +58,8 @@
 # (8b-q8_0), SPEC_ROUNDS (6), SPEC_TOKENS (192), LLAMA_GPU (0: the GPU every step but
 # ops runs on), OPS_FILTER (test-backend-ops -o), OPS_AT_ONCE (configurations run side by side,
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
-# SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run starts after it, the next
-# call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds),
+# SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run or speculative round starts
+# after it, the next call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds),
 # MEMCHECK_TIMEOUT (seconds a run, 0: none),
 # PRESSURE_CONFIGS (ggml ggml-legacy and the module kinds), PRESSURE_HEADROOM (H in MiB, from high to
 # low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
@@ -312,7 +312,7 @@ step_bench() {
 # whether BENCH_DEADLINE has passed (saying so, before $1)
 past_deadline() {
     [ -n "${BENCH_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$BENCH_DEADLINE" ] || return 1
-    say "bench: deadline reached before $1; the next call resumes"
+    say "deadline reached before $1; the next call resumes"
 }
 
 # one llama-bench run into $1.jsonl (whole, or not there), .stats and .log: model $2, KV $3, $4
@@ -385,6 +385,10 @@ step_memory() {
 step_speculative() {
     local rounds=${SPEC_ROUNDS:-6} tokens=${SPEC_TOKENS:-192}
     for r in $(seq 1 "$rounds"); do
+        local left=0
+        for c in $CONFIGS; do [ -s "$RESULTS/spec-$(tag_of "$c")-r$r.log" ] || left=1; done
+        # a round runs whole or not at all: its configurations pair only with each other
+        [ "$left" -eq 1 ] && past_deadline "speculative round $r" && return 0
         for c in $(round_order "$r"); do
             local tag="spec-$(tag_of "$c")-r$r"
             [ -s "$RESULTS/$tag.log" ] && continue
