@@ -5,8 +5,9 @@ With GGML_CUDA_POOL_ROTATE, the backend contexts of one process take the listed 
 in turn, and llama-bench makes one llama context (one backend context) per test, in the order
 of its JSONL lines. So the k-th JSONL line belongs to the k-th context, whose graphs line names
 its configuration (config=). Each configuration gets the files a process of its own would have
-left: PREFIX-CONFIG-rROUND.jsonl (its tests) and .stats (its contexts' lines, the contexts
-numbered from 1 in their order), which scripts/llama-summary.py reads as it reads any round.
+left: PREFIX-CONFIG-rROUND.jsonl (its tests, each with process_position: its context's place in
+the process) and .stats (its contexts' lines, the contexts numbered from 1 in their order), which
+scripts/llama-summary.py reads as it reads any round.
 
     llama-bench-split.py RESULTS PREFIX ROUND
 
@@ -57,8 +58,9 @@ def split(results, prefix, rnd):
                 "prefill for the second, another configuration's"
     out = defaultdict(lambda: ([], []))
     renumbered = {}  # session -> its number among its configuration's contexts
-    for session, test in zip(sessions, tests):
-        out[configs[session]][0].append(test)
+    for position, (session, test) in enumerate(zip(sessions, tests)):
+        # where the context ran in its process, which moves t/s by itself (llama-summary.py)
+        out[configs[session]][0].append(json.dumps({**json.loads(test), summary.POSITION: position}) + "\n")
         renumbered[session] = len(out[configs[session]][0])
     ran = {c: sorted(test_key(t) for t in ts) for c, (ts, _) in out.items()}
     if len({tuple(r) for r in ran.values()}) != 1:

@@ -26,6 +26,9 @@ GRAPHS = re.compile(r"ggml-cuda-pool graphs: (.*)")
 BOOTSTRAP_RESAMPLES = 4000
 BOOTSTRAP_SEED = 1
 CONFIDENCE = 0.95
+# a rotating round's test line (scripts/llama-bench-split.py): its context's index in the process,
+# from 0. t/s moves with it by itself (on an H200, contexts 7 on ran about 5% slower than 0-6)
+POSITION = "process_position"
 
 
 def pooled(by_round, rounds=None):
@@ -41,22 +44,56 @@ def ratio_interval(values, base):
     that drift out of the interval (a paired bootstrap), and the ratio is of those rounds alone (a
     round only one of them ran, or pooled results where one sat a session out, would tilt it);
     otherwise every sample is resampled on its own."""
-    rng = random.Random(BOOTSTRAP_SEED)
     common = sorted(set(values) & set(base))
     if len(common) >= 2:
-        def draw():
-            pick = rng.choices(common, k=len(common))
+        def ratio(pick):
             return statistics.median(pooled(values, pick)) / statistics.median(pooled(base, pick))
-        point = statistics.median(pooled(values, common)) / statistics.median(pooled(base, common))
-    else:
-        v, b = pooled(values), pooled(base)
+        return ratio(common), *bounds([ratio(pick) for pick in resamples(common)])
+    v, b = pooled(values), pooled(base)
+    rng = random.Random(BOOTSTRAP_SEED)
+    draws = [statistics.median(rng.choices(v, k=len(v))) / statistics.median(rng.choices(b, k=len(b)))
+             for _ in range(BOOTSTRAP_RESAMPLES)]
+    return statistics.median(v) / statistics.median(b), *bounds(draws)
 
-        def draw():
-            return statistics.median(rng.choices(v, k=len(v))) / statistics.median(rng.choices(b, k=len(b)))
-        point = statistics.median(v) / statistics.median(b)
-    ratios = sorted(draw() for _ in range(BOOTSTRAP_RESAMPLES))
+
+def resamples(rounds):
+    """BOOTSTRAP_RESAMPLES draws of as many rounds, with replacement"""
+    rng = random.Random(BOOTSTRAP_SEED)
+    return [rng.choices(rounds, k=len(rounds)) for _ in range(BOOTSTRAP_RESAMPLES)]
+
+
+def bounds(draws):
+    """the CONFIDENCE interval of a statistic's bootstrap draws"""
+    draws = sorted(draws)
     tail = (1 - CONFIDENCE) / 2
-    return point, ratios[int(tail * len(ratios))], ratios[int((1 - tail) * len(ratios)) - 1]
+    return draws[int(tail * len(draws))], draws[int((1 - tail) * len(draws)) - 1]
+
+
+def position_adjusted(cell, places):
+    """(rounds, {config: (ratio, low, high)}): the ratio of medians to BASELINE's pools with every sample
+    divided by the mean t/s at its process position (every configuration's samples there, over the
+    rounds drawn), which takes the position's own effect out; rounds resampled as ratio_interval
+    does. cell: {config: {round: samples}}, places: {config: {round: position}}; only the rounds in
+    which every configuration has its position count (rotating rounds)."""
+    rounds = sorted(set.intersection(*(set(places.get(c, {})) for c in cell)))
+    if len(rounds) < 2 or BASELINE not in cell:
+        return 0, {}
+
+    def medians(pick):
+        total, count = defaultdict(float), defaultdict(int)
+        for r in pick:
+            for c in cell:
+                total[places[c][r]] += sum(cell[c][r])
+                count[places[c][r]] += len(cell[c][r])
+        return {c: statistics.median(x * count[places[c][r]] / total[places[c][r]] for r in pick for x in cell[c][r])
+                for c in cell}
+
+    def ratios(pick):
+        m = medians(pick)
+        return {c: m[c] / m[BASELINE] for c in cell if c != BASELINE}
+
+    draws = [ratios(pick) for pick in resamples(rounds)]
+    return len(rounds), {c: (r, *bounds([d[c] for d in draws])) for c, r in ratios(rounds).items()}
 
 
 def read(path):
@@ -165,6 +202,7 @@ def worst_pool(ps):
 
 def bench(results):
     runs = defaultdict(dict)   # (model, kv, test, depth) -> config -> samples
+    places = defaultdict(lambda: defaultdict(dict))  # (model, kv, test, depth) -> config -> round -> position
     graphs = defaultdict(lambda: defaultdict(list))  # (model, kv) -> config -> per-run counts
     # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing, worst pool)]
     pools = defaultdict(list)
@@ -180,6 +218,8 @@ def bench(results):
             test = f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
             key = (model, kv, test, t["n_depth"])
             runs[key].setdefault(config, defaultdict(list))[int(rnd)].extend(t["samples_ts"])
+            if POSITION in t:
+                places[key][config][int(rnd)] = t[POSITION]
             if k in sessions:
                 ps = sessions[k]
                 pools[key + (config,)].append((
@@ -214,6 +254,7 @@ def bench(results):
             cells.append(f"{med:.1f} ±{sp:.0f}% n={len(samples)}{ratio}")
         print("| %s | %s | %s | %s | " % key + " | ".join(cells) + " |")
     print()
+    position_table(runs, places, configs)
     if any(graphs.values()):
         print("### CUDA graphs per llama-bench run (every context summed; median over runs) and the pools' "
               "synchronizes\n")
@@ -243,6 +284,25 @@ def bench(results):
             print("| %s | %s | %s | %s | %s | " % key +
                   f"{live:.1f} | {resv:.1f} | {ratio} | {worst_cell} | {drv} | {growing} |")
         print()
+
+
+def position_table(runs, places, configs):
+    """the ratios of rotating rounds with each process position's own effect taken out"""
+    rows = {key: position_adjusted(runs[key], places[key]) for key in places}
+    rows = {key: row for key, row in rows.items() if row[1]}
+    if not rows:
+        return
+    print("### llama-bench, rotating rounds: ratio of medians to %s with each sample divided by the mean t/s at "
+          "its place in the process (every configuration's) [%d%% bootstrap interval, rounds resampled in pairs]\n"
+          % (BASELINE, CONFIDENCE * 100))
+    others = [c for c in configs if c != BASELINE]
+    print("| model | KV | test | depth | rounds | " + " | ".join(others) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(others))
+    for key in sorted(rows, key=lambda k: (k[0], k[1], k[2], int(k[3]))):
+        rounds, ratios = rows[key]
+        cells = ["%.3fx [%.3f, %.3f]" % ratios[c] if c in ratios else "" for c in others]
+        print("| %s | %s | %s | %s | " % key + f"{rounds} | " + " | ".join(cells) + " |")
+    print()
 
 
 def memory(results):

@@ -24,7 +24,8 @@
 #             (captures, instantiations, updates). BENCH_ROTATE=1: a round is one process whose
 #             contexts take the configurations in turn (GGML_CUDA_POOL_ROTATE), so what a process
 #             shares (its model's memory, its CPU) every configuration of the round shares; one
-#             test per depth (BENCH_TESTS' default), and no ':' configurations
+#             test per depth (BENCH_TESTS' default), and no ':' configurations; each test keeps its
+#             context's place in the process, whose own effect the summary's second table takes out
 #   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs
 #             on 8b-q8_0, KV q8_0, at depths 0/8192/32768, per configuration; llama.cpp's own
 #             buffer lines (-v)

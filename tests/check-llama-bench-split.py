@@ -2,10 +2,10 @@
 """scripts/llama-bench-split.py on made-up rotating llama-bench runs: three configurations taking
 turns over the contexts of one process, two depths each, the depths varying fastest as llama.sh
 orders them. Every configuration must get its own tests (each depth once, with its own samples)
-and its own contexts' lines, which llama-summary.py then tables like any round. Refused, leaving
-nothing behind: a run whose contexts do not pair up with its tests, one where a test follows
-another of its depth (llama-bench reuses that one's prefill), one whose configurations ran
-different tests.
+and its own contexts' lines, each test with its context's place in the process, which
+llama-summary.py then tables like any round. Refused, leaving nothing behind: a run whose
+contexts do not pair up with its tests, one where a test follows another of its depth
+(llama-bench reuses that one's prefill), one whose configurations ran different tests.
 
     check-llama-bench-split.py PATH/TO/llama-bench-split.py PATH/TO/llama-summary.py
 """
@@ -77,9 +77,13 @@ def main():
             check(done.returncode == 0, f"round {rnd} split", done.stdout + done.stderr)
         for config in CONFIGS:
             with open(os.path.join(results, f"{PREFIX}-{config}-r1.jsonl")) as f:
-                got = sorted((t["n_depth"], t["samples_ts"][0]) for t in map(json.loads, f))
+                tests = [json.loads(line) for line in f]
+            got = sorted((t["n_depth"], t["samples_ts"][0]) for t in tests)
             want = [(d, speed(config, d)) for d in DEPTHS]
             check(got == want, f"{config}: its own test at every depth: {got}", "")
+            places = [t.get(summary.POSITION) for t in tests]
+            own_places = [k for k, c in enumerate(rotated()) if c[0] == config]
+            check(places == own_places, f"{config}: each test's place in the process, {own_places}: {places}", "")
             with open(os.path.join(results, f"{PREFIX}-{config}-r1.stats")) as f:
                 stats = f.read()
             allocs = [int(part.split("=")[1]) for part in stats.split() if part.startswith("allocs=")]

@@ -4,7 +4,10 @@ interleaved round by round, every round's speed drifting by up to 12% for all co
 (as on a shared GPU machine), 0.5% of noise within a round. The paired interval must keep the drift
 out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, and exclude 1 for one
 3% slower (which an interval resampling each sample on its own cannot tell from drift); a round
-only ggml's pools ran must not move a ratio. The
+only ggml's pools ran must not move a ratio. Rotating rounds (one process, its contexts taking the
+configurations in turn) whose t/s moves by 6% with a context's place in the process get a second
+table with that place's effect taken out: narrower than the first, still containing 1 for a
+configuration as fast as ggml's and excluding it for one 3% slower. The
 speculative table also sums each run's pool allocations and time in pool calls over its stats
 lines (a context each), and says "-" where the lines carry no time.
 
@@ -50,6 +53,24 @@ def write_results(results):
                             f"hits={allocs}" + (f" call_ms={ms[session - 1]:.3f}" if ms else "") + "\n")
 
 
+PLACE_EFFECT = (1.06, 1.00, 0.94)  # t/s by a context's place in its process, whatever its configuration
+PLACE_NOISE = 0.01
+
+
+def write_rotating(results, position):
+    """rotating rounds: configuration i runs at place (i + r) mod 3 of round r's process (the
+    test line's field named position)"""
+    rng = random.Random(11)
+    for r, drift in enumerate(DRIFT):
+        for i, (config, speed) in enumerate(SPEEDS.items()):
+            place = (i + r) % len(PLACE_EFFECT)
+            samples = [BASE_TS * drift * speed * PLACE_EFFECT[place] * (1 + rng.uniform(-PLACE_NOISE, PLACE_NOISE))
+                       for _ in range(REPS)]
+            with open(os.path.join(results, f"bench-1b-q8_0-f16-{config}-r{r}.jsonl"), "w") as f:
+                f.write(json.dumps({"n_prompt": 0, "n_gen": 128, "n_depth": 0, "samples_ts": samples,
+                                    position: place}) + "\n")
+
+
 def interval(output, config, row_start):
     """(ratio, low, high) of a configuration in the first table row starting with row_start"""
     header = next(l for l in output.splitlines() if l.startswith("| model |") or l.startswith("| configuration |"))
@@ -81,6 +102,8 @@ def main():
               f"as it was: {alone[0]}", bench)
         os.remove(os.path.join(results, f"bench-1b-q8_0-f16-ggml-r{len(DRIFT)}.jsonl"))
 
+        check("rotating rounds" not in bench, "llama-bench: no place-adjusted table without places", bench)
+
         _, spec = captured(summary.speculative, results)
         level = interval(spec, None, "| level |")
         slow = interval(spec, None, "| slow |")
@@ -100,6 +123,20 @@ def main():
               f"{row['ms in pool calls/run']}", spec)
         slow_row = next(l for l in spec.splitlines() if l.startswith("| slow |"))
         check(slow_row.rstrip().endswith("| - |"), "speculative: no time where the lines carry none", spec)
+
+    with tempfile.TemporaryDirectory() as results:
+        write_rotating(results, summary.POSITION)
+        _, bench = captured(summary.bench, results)
+        raw = interval(bench, "level", "| 1b-q8_0 |")
+        adjusted_table = bench[bench.find("rotating rounds"):]
+        check("rotating rounds" in bench, "llama-bench: a table of the rotating rounds with each place's effect out", bench)
+        level = interval(adjusted_table, "level", "| 1b-q8_0 |")
+        slow = interval(adjusted_table, "slow", "| 1b-q8_0 |")
+        check(level[1] <= 1.0 <= level[2] and level[2] - level[1] < 0.04,
+              f"llama-bench, places out: as fast as ggml's: {level} contains 1, narrower than 0.04", bench)
+        check(level[2] - level[1] < (raw[2] - raw[1]) / 2,
+              f"llama-bench, places out: {level} at most half as wide as with the places in: {raw}", bench)
+        check(slow[2] < 1.0, f"llama-bench, places out: 3% slower: {slow} excludes 1", bench)
 
 
 if __name__ == "__main__":
