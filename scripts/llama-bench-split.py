@@ -15,9 +15,23 @@ reads RESULTS/rotate/PREFIX-rROUND.jsonl and .stats (a folder of their own, whic
 does not read); exits 1, writing nothing, when the tests and the contexts do not pair up, when
 the configurations ran different tests, or when a test followed one of its own depth (llama-bench
 then reuses the earlier test's prefill, another configuration's).
+
+    llama-bench-split.py --places RESULTS "CONFIGS" [DEPTHS]
+
+gives the tests of rounds split before their places were kept the place each ran at, from the
+layout scripts/llama.sh gives a rotating round: round R takes the configurations in the order
+CONFIGS rotated by R - 1 (round_order), and context k runs depth k mod D of DEPTHS for the
+configuration at k mod C. CONFIGS as llama.sh ran them ("ggml legacy plain vmm async"), DEPTHS
+as llama-bench got them ("0,4096,32768"). Run it on one session's own folder, before pooling
+(llama-results-merge.py renumbers rounds). Where a round's unsplit file is there, every placed
+test must match its line there; tests that carry their place are left as they are. Exits 1,
+writing nothing, when CONFIGS and DEPTHS are no rotating round's (their numbers share a factor),
+a round file's configuration is not in CONFIGS, a test's depth is not in DEPTHS, a
+configuration ran a depth twice in a round, or a placed test differs from its unsplit line.
 """
 import importlib.util
 import json
+import math
 import os
 import re
 import sys
@@ -78,6 +92,49 @@ def split(results, prefix, rnd):
     return dict(out), None
 
 
+def place(configs, depths, config, rnd, depth):
+    """the context index k < C * D with k mod C the configuration's slot in round rnd's order and
+    k mod D its depth's index (one k: C and D share no factor, as llama.sh requires)"""
+    slot = (configs.index(config) - (rnd - 1)) % len(configs)
+    return next(k for k in range(len(configs) * len(depths))
+                if k % len(configs) == slot and k % len(depths) == depths.index(depth))
+
+
+def placed(results, configs, depths, summary):
+    """{path: new lines} for the round files lacking places, or an error message"""
+    out = {}
+    for name in sorted(os.listdir(results)):
+        m = summary.BENCH_FILE.match(name)
+        if not m:
+            continue
+        model, kv, config, rnd = m.group(1), m.group(2), m.group(3), int(m.group(4))
+        with open(os.path.join(results, name)) as f:
+            tests = [json.loads(line) for line in f if line.strip()]
+        if all(summary.POSITION in t for t in tests):
+            continue
+        if config not in configs:
+            return None, f"{name}: {config} is not in CONFIGS"
+        unsplit = os.path.join(results, "rotate", f"bench-{model}-{kv}-r{rnd}.jsonl")
+        raw = None
+        if os.path.exists(unsplit):
+            with open(unsplit) as f:
+                raw = [json.loads(line) for line in f if line.strip()]
+        lines, seen = [], set()
+        for t in tests:
+            if t["n_depth"] not in depths:
+                return None, f"{name}: depth {t['n_depth']} is not in DEPTHS"
+            k = place(configs, depths, config, rnd, t["n_depth"])
+            if k in seen:
+                return None, f"{name}: depth {t['n_depth']} twice"
+            seen.add(k)
+            t = {key: v for key, v in t.items() if key != summary.POSITION}
+            if raw is not None and (k >= len(raw) or raw[k]["samples_ts"] != t["samples_ts"]):
+                return None, f"{name}: its depth-{t['n_depth']} test is not line {k + 1} of {unsplit}"
+            lines.append(json.dumps({**t, summary.POSITION: k}) + "\n")
+        out[os.path.join(results, name)] = lines
+    return out, None
+
+
 def write(path, lines):
     """whole or not at all: a file cut short would count as a finished round"""
     with open(path + ".part", "w") as f:
@@ -85,7 +142,25 @@ def write(path, lines):
     os.replace(path + ".part", path)
 
 
+def main_places(args):
+    if len(args) not in (2, 3):
+        sys.exit(__doc__)
+    results, configs = args[0], args[1].split()
+    depths = [int(d) for d in (args[2] if len(args) == 3 else "0,4096,32768").split(",")]
+    if math.gcd(len(configs), len(depths)) != 1:
+        sys.exit(f"llama-bench-split: {len(configs)} configurations and {len(depths)} depths share a factor: "
+                 "llama.sh runs no rotating round so")
+    files, error = placed(results, configs, depths, load_summary())
+    if error:
+        sys.exit(f"llama-bench-split: {error}")
+    for path, lines in files.items():
+        write(path, lines)
+    print(f"llama-bench-split: {len(files)} round files placed")
+
+
 def main():
+    if sys.argv[1:2] == ["--places"]:
+        return main_places(sys.argv[2:])
     if len(sys.argv) != 4:
         sys.exit(__doc__)
     results, prefix, rnd = sys.argv[1:]

@@ -29,6 +29,8 @@ CONFIDENCE = 0.95
 # a rotating round's test line (scripts/llama-bench-split.py): its context's index in the process,
 # from 0. t/s moves with it by itself (on an H200, contexts 7 on ran about 5% slower than 0-6)
 POSITION = "process_position"
+# one configuration's llama-bench round: model, KV type, configuration, round
+BENCH_FILE = re.compile(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl$")
 
 
 def pooled(by_round, rounds=None):
@@ -207,7 +209,7 @@ def bench(results):
     # (model, kv, test, depth, config) -> [(peak_live, peak_reserved, driver_allocs, growing, worst pool)]
     pools = defaultdict(list)
     for path in sorted(glob.glob(os.path.join(results, "bench-*.jsonl"))):
-        m = re.match(r"bench-(.+)-(f16|q8_0|q4_0|bf16)-(.+)-r(\d+)\.jsonl", os.path.basename(path))
+        m = BENCH_FILE.match(os.path.basename(path))
         if not m:
             continue
         model, kv, config, rnd = m.groups()
