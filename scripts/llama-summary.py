@@ -72,14 +72,15 @@ def bounds(draws):
 
 
 def position_adjusted(cell, places):
-    """(rounds, {config: (ratio, low, high)}): the ratio of medians to BASELINE's pools with every sample
-    divided by the mean t/s at its process position (every configuration's samples there, over the
-    rounds drawn), which takes the position's own effect out; rounds resampled as ratio_interval
-    does. cell: {config: {round: samples}}, places: {config: {round: position}}; only the rounds in
-    which every configuration has its position count (rotating rounds)."""
+    """(rounds, {config: (ratio, low, high)}, level): the ratio of medians to BASELINE's pools with every
+    sample divided by the mean t/s at its process position (every configuration's samples there, over
+    the rounds drawn), which takes the position's own effect out; rounds resampled as ratio_interval
+    does. level: BASELINE's own adjusted median over every round (1: the configurations' average),
+    which every ratio shares. cell: {config: {round: samples}}, places: {config: {round: position}};
+    only the rounds in which every configuration has its position count (rotating rounds)."""
     rounds = sorted(set.intersection(*(set(places.get(c, {})) for c in cell)))
     if len(rounds) < 2 or BASELINE not in cell:
-        return 0, {}
+        return 0, {}, 0
 
     def medians(pick):
         total, count = defaultdict(float), defaultdict(int)
@@ -90,12 +91,12 @@ def position_adjusted(cell, places):
         return {c: statistics.median(x * count[places[c][r]] / total[places[c][r]] for r in pick for x in cell[c][r])
                 for c in cell}
 
-    def ratios(pick):
-        m = medians(pick)
+    def ratios(m):
         return {c: m[c] / m[BASELINE] for c in cell if c != BASELINE}
 
-    draws = [ratios(pick) for pick in resamples(rounds)]
-    return len(rounds), {c: (r, *bounds([d[c] for d in draws])) for c, r in ratios(rounds).items()}
+    draws = [ratios(medians(pick)) for pick in resamples(rounds)]
+    every = medians(rounds)
+    return len(rounds), {c: (r, *bounds([d[c] for d in draws])) for c, r in ratios(every).items()}, every[BASELINE]
 
 
 def read(path):
@@ -298,12 +299,12 @@ def position_table(runs, places, configs):
           "its place in the process (every configuration's) [%d%% bootstrap interval, rounds resampled in pairs]\n"
           % (BASELINE, CONFIDENCE * 100))
     others = [c for c in configs if c != BASELINE]
-    print("| model | KV | test | depth | rounds | " + " | ".join(others) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(others))
+    print("| model | KV | test | depth | rounds | %s level | " % BASELINE + " | ".join(others) + " |")
+    print("|---|---|---|---|---|---|" + "---|" * len(others))
     for key in sorted(rows, key=lambda k: (k[0], k[1], k[2], int(k[3]))):
-        rounds, ratios = rows[key]
+        rounds, ratios, level = rows[key]
         cells = ["%.3fx [%.3f, %.3f]" % ratios[c] if c in ratios else "" for c in others]
-        print("| %s | %s | %s | %s | " % key + f"{rounds} | " + " | ".join(cells) + " |")
+        print("| %s | %s | %s | %s | " % key + f"{rounds} | {level:.3f} | " + " | ".join(cells) + " |")
     print()
 
 

@@ -7,7 +7,8 @@ out: it must contain 1 for a configuration as fast as ggml's pools, be narrow, a
 only ggml's pools ran must not move a ratio. Rotating rounds (one process, its contexts taking the
 configurations in turn) whose t/s moves by 6% with a context's place in the process get a second
 table with that place's effect taken out: narrower than the first, still containing 1 for a
-configuration as fast as ggml's and excluding it for one 3% slower. The
+configuration as fast as ggml's and excluding it for one 3% slower, and giving ggml's own level
+(its samples over their places' means) that every ratio shares. The
 speculative table also sums each run's pool allocations and time in pool calls over its stats
 lines (a context each), and says "-" where the lines carry no time.
 
@@ -18,8 +19,10 @@ import json
 import os
 import random
 import re
+import statistics
 import sys
 import tempfile
+from collections import defaultdict
 
 from script_check import captured, check, load_script
 
@@ -59,24 +62,36 @@ PLACE_NOISE = 0.01
 
 def write_rotating(results, position):
     """rotating rounds: configuration i runs at place (i + r) mod 3 of round r's process (the
-    test line's field named position)"""
+    test line's field named position); returns ggml's level: the median of its samples, each
+    over the mean of every sample at its place"""
     rng = random.Random(11)
+    at_place, ggml = defaultdict(list), []
     for r, drift in enumerate(DRIFT):
         for i, (config, speed) in enumerate(SPEEDS.items()):
             place = (i + r) % len(PLACE_EFFECT)
             samples = [BASE_TS * drift * speed * PLACE_EFFECT[place] * (1 + rng.uniform(-PLACE_NOISE, PLACE_NOISE))
                        for _ in range(REPS)]
+            at_place[place] += samples
+            ggml += [(x, place) for x in samples] if config == "ggml" else []
             with open(os.path.join(results, f"bench-1b-q8_0-f16-{config}-r{r}.jsonl"), "w") as f:
                 f.write(json.dumps({"n_prompt": 0, "n_gen": 128, "n_depth": 0, "samples_ts": samples,
                                     position: place}) + "\n")
+    return statistics.median(x / statistics.mean(at_place[place]) for x, place in ggml)
+
+
+def cells(output, row_start):
+    """{column: cell} of the first table row starting with row_start, by the first header"""
+    lines = output.splitlines()
+    header = next(l for l in lines if l.startswith("| model |") or l.startswith("| configuration |"))
+    row = next(l for l in lines if l.startswith(row_start))
+    return dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
 
 
 def interval(output, config, row_start):
-    """(ratio, low, high) of a configuration in the first table row starting with row_start"""
-    header = next(l for l in output.splitlines() if l.startswith("| model |") or l.startswith("| configuration |"))
-    row = next(l for l in output.splitlines() if l.startswith(row_start))
-    cells = dict(zip([h.strip() for h in header.split("|")], [c.strip() for c in row.split("|")]))
-    m = re.search(r"([\d.]+)x \[([\d.]+), ([\d.]+)\]", cells.get(config, row))
+    """(ratio, low, high) of a configuration (None: the only one) in the first table row starting
+    with row_start"""
+    row = cells(output, row_start)
+    m = re.search(r"([\d.]+)x \[([\d.]+), ([\d.]+)\]", row[config] if config else " | ".join(row.values()))
     return tuple(float(x) for x in m.groups())
 
 
@@ -110,8 +125,7 @@ def main():
         check(level[1] <= 1.0 <= level[2], f"speculative: as fast as ggml's: {level} contains 1", spec)
         check(slow[2] < 1.0, f"speculative: 3% slower: {slow} excludes 1", spec)
 
-        header = [h.strip() for h in next(l for l in spec.splitlines() if l.startswith("| configuration |")).split("|")]
-        row = dict(zip(header, [c.strip() for c in next(l for l in spec.splitlines() if l.startswith("| level |")).split("|")]))
+        row = cells(spec, "| level |")
         want = sorted(sum(call_ms("level", r)) for r in range(len(DRIFT)))
         median = (want[len(want) // 2 - 1] + want[len(want) // 2]) / 2
         got = re.match(r"([\d.]+) \(([\d.]+)-([\d.]+)\)", row["ms in pool calls/run"])
@@ -125,11 +139,14 @@ def main():
         check(slow_row.rstrip().endswith("| - |"), "speculative: no time where the lines carry none", spec)
 
     with tempfile.TemporaryDirectory() as results:
-        write_rotating(results, summary.POSITION)
+        want = write_rotating(results, summary.POSITION)
         _, bench = captured(summary.bench, results)
         raw = interval(bench, "level", "| 1b-q8_0 |")
         adjusted_table = bench[bench.find("rotating rounds"):]
         check("rotating rounds" in bench, "llama-bench: a table of the rotating rounds with each place's effect out", bench)
+        got = cells(adjusted_table, "| 1b-q8_0 |").get("ggml level", "")
+        check(re.fullmatch(r"[\d.]+", got) is not None and abs(float(got) - want) < 0.0015,
+              f"llama-bench, places out: ggml's level {want:.4f}: {got or 'no column'}", bench)
         level = interval(adjusted_table, "level", "| 1b-q8_0 |")
         slow = interval(adjusted_table, "slow", "| 1b-q8_0 |")
         check(level[1] <= 1.0 <= level[2] and level[2] - level[1] < 0.04,
