@@ -51,6 +51,18 @@ def test_key(line):
     return t["n_prompt"], t["n_gen"], t["n_depth"]
 
 
+def read_tests(path):
+    """a JSONL file's tests, parsed"""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def with_place(test, position, summary):
+    """a test's JSONL line carrying its context's place in the process, which moves t/s by itself
+    (llama-summary.py)"""
+    return json.dumps({**test, summary.POSITION: position}) + "\n"
+
+
 def split(results, prefix, rnd):
     """{config: (jsonl lines, stats lines)}, or an error message"""
     summary = load_summary()
@@ -73,8 +85,7 @@ def split(results, prefix, rnd):
     out = defaultdict(lambda: ([], []))
     renumbered = {}  # session -> its number among its configuration's contexts
     for position, (session, test) in enumerate(zip(sessions, tests)):
-        # where the context ran in its process, which moves t/s by itself (llama-summary.py)
-        out[configs[session]][0].append(json.dumps({**json.loads(test), summary.POSITION: position}) + "\n")
+        out[configs[session]][0].append(with_place(json.loads(test), position, summary))
         renumbered[session] = len(out[configs[session]][0])
     ran = {c: sorted(test_key(t) for t in ts) for c, (ts, _) in out.items()}
     if len({tuple(r) for r in ran.values()}) != 1:
@@ -102,23 +113,21 @@ def place(configs, depths, config, rnd, depth):
 
 def placed(results, configs, depths, summary):
     """{path: new lines} for the round files lacking places, or an error message"""
-    out = {}
+    out, unsplit_tests = {}, {}  # unsplit path -> its tests (None: not kept), read once for every configuration
     for name in sorted(os.listdir(results)):
         m = summary.BENCH_FILE.match(name)
         if not m:
             continue
         model, kv, config, rnd = m.group(1), m.group(2), m.group(3), int(m.group(4))
-        with open(os.path.join(results, name)) as f:
-            tests = [json.loads(line) for line in f if line.strip()]
+        tests = read_tests(os.path.join(results, name))
         if all(summary.POSITION in t for t in tests):
             continue
         if config not in configs:
             return None, f"{name}: {config} is not in CONFIGS"
         unsplit = os.path.join(results, "rotate", f"bench-{model}-{kv}-r{rnd}.jsonl")
-        raw = None
-        if os.path.exists(unsplit):
-            with open(unsplit) as f:
-                raw = [json.loads(line) for line in f if line.strip()]
+        if unsplit not in unsplit_tests:
+            unsplit_tests[unsplit] = read_tests(unsplit) if os.path.exists(unsplit) else None
+        raw = unsplit_tests[unsplit]
         lines, seen = [], set()
         for t in tests:
             if t["n_depth"] not in depths:
@@ -130,7 +139,7 @@ def placed(results, configs, depths, summary):
             t = {key: v for key, v in t.items() if key != summary.POSITION}
             if raw is not None and (k >= len(raw) or raw[k]["samples_ts"] != t["samples_ts"]):
                 return None, f"{name}: its depth-{t['n_depth']} test is not line {k + 1} of {unsplit}"
-            lines.append(json.dumps({**t, summary.POSITION: k}) + "\n")
+            lines.append(with_place(t, k, summary))
         out[os.path.join(results, name)] = lines
     return out, None
 
