@@ -88,6 +88,7 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) 
 }
 
 void pool_async::release_capture_cache(bool force) {
+    bool gone = false;
     for (size_t i = capture_cache_.size(); i-- > 0;) {
         const deferred b = capture_cache_[i];
         if (!force && pinned(b.ptr)) {
@@ -101,8 +102,14 @@ void pool_async::release_capture_cache(bool force) {
         }
         capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(i));
         capture_bytes_ -= b.size;
+        gone = true;
     }
-    observe(); // what went back moves the generation: the graphs captured with it are captured again
+    if (gone) {
+        // the graphs captured with it are captured again; observe alone may not say so, since
+        // the device pool, every context's, can grow meanwhile by more than went back here
+        on_addresses_gone();
+    }
+    observe();
 }
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {

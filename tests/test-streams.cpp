@@ -253,6 +253,26 @@ TEST(StreamsAsync, TheCaptureCacheServesTheNextCaptureAndGoesWithTheContext) {
     expect_consistent(s.pool);
 }
 
+// the device pool is every context's: another context can make it grow while this one gives its
+// capture cache back, so the reserved figure need not fall; the graphs must be captured again
+TEST(StreamsAsync, GivingTheCaptureCacheBackMovesTheGenerationWhileTheDevicePoolGrows) {
+    async_sim s(CAPACITY);
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    buf g = alloc(s.pool, 2 * MiB);
+    release(s.pool, g); // kept for the graph that captured it
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+    ggml_cpool_ctx_t other  = make_ctx(s.device.drv, GGML_CPOOL_KIND_ASYNC);
+    buf              theirs = alloc(pool_of(other), 8 * MiB); // the device pool grows by more than g
+    const uint64_t   frees  = s.calls(GGML_CPOOL_CALL_FREE);
+    const uint64_t   before = ggml_cpool_generation(s.pool);
+    ASSERT_EQ(ggml_cpool_trim(s.pool), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_FREE), frees + 1) << "trim gives the capture cache back";
+    EXPECT_GT(ggml_cpool_generation(s.pool), before) << "the graph's buffer is gone: it must be captured again";
+    expect_consistent(s.pool);
+    release(pool_of(other), theirs);
+    ggml_cpool_ctx_free(other);
+}
+
 TEST(StreamsLog, TheLastErrorIsTheThreadsLastWarningOrErrorLine) {
     sim_device       device(sim_params(CAPACITY));
     ggml_cpool_ctx_t ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_LEGACY);
