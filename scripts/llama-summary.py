@@ -407,8 +407,12 @@ def pressure_cell(results, tag, reference):
     if not rc or rc[-1] != "0":
         if "ggml-cuda-pool: alloc on device" in log:
             return "aborted: the pool's allocation"
+        # ggml's CUDA_CHECK: the error, then the function; an error a kernel raised earlier shows
+        # at the next call that checks, so the function alone does not say it was out of memory
+        error = re.search(r"CUDA error: (.+)", log)
         where = re.search(r"current device: \d+, in function (\w+)", log)
-        return f"aborted: out of memory in {where.group(1)}" if where else "aborted"
+        what = error.group(1).strip() if error else "CUDA error"
+        return f"aborted: {what} in {where.group(1)}" if where else "aborted"
     parts = ["ok"]
     if reference is not None:
         parts.append("same text" if read(os.path.join(results, tag + ".txt")) == reference else "OTHER TEXT")

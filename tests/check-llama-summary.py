@@ -10,7 +10,9 @@ table with that place's effect taken out: narrower than the first, still contain
 configuration as fast as ggml's and excluding it for one 3% slower, and giving ggml's own level
 (its samples over their places' means) that every ratio shares. The
 speculative table also sums each run's pool allocations and time in pool calls over its stats
-lines (a context each), and says "-" where the lines carry no time.
+lines (a context each), and says "-" where the lines carry no time. A run under memory pressure
+that ggml's CUDA_CHECK ended says which error, not only where it was checked: an illegal memory
+access that a synchronize reports is no out-of-memory.
 
     check-llama-summary.py PATH/TO/llama-summary.py
 """
@@ -77,6 +79,24 @@ def write_rotating(results, position):
                 f.write(json.dumps({"n_prompt": 0, "n_gen": 128, "n_depth": 0, "samples_ts": samples,
                                     position: place}) + "\n")
     return statistics.median(x / statistics.mean(at_place[place]) for x, place in ggml)
+
+
+# runs under pressure that ggml's CUDA_CHECK ended: (configuration, its log's last lines, the cell)
+ABORTS = (
+    ("ggml", "E CUDA error: out of memory\nE   current device: 0, in function alloc at ggml-cuda.cu:541\n",
+     "aborted: out of memory in alloc"),
+    ("async", "E CUDA error: an illegal memory access was encountered\n"
+     "E   current device: 0, in function ggml_backend_cuda_synchronize at ggml-cuda.cu:2427\n",
+     "aborted: an illegal memory access was encountered in ggml_backend_cuda_synchronize"),
+)
+
+
+def write_pressure(results):
+    with open(os.path.join(results, "growing-fixed.txt"), "w") as f:
+        f.write("idle_mib 0 total_mib 143771 peak_mib 10731 pools_mib 69 fixed_mib 10662\n")
+    for config, tail, _ in ABORTS:
+        with open(os.path.join(results, f"growing-{config}-h24.log"), "w") as f:
+            f.write(tail + "exit 134\n")
 
 
 def cells(output, row_start):
@@ -154,6 +174,13 @@ def main():
         check(level[2] - level[1] < (raw[2] - raw[1]) / 2,
               f"llama-bench, places out: {level} at most half as wide as with the places in: {raw}", bench)
         check(slow[2] < 1.0, f"llama-bench, places out: 3% slower: {slow} excludes 1", bench)
+
+    with tempfile.TemporaryDirectory() as results:
+        write_pressure(results)
+        _, pressure = captured(summary.pressure, results)
+        for config, _, want in ABORTS:
+            got = cells(pressure, f"| {config} |").get("H = 24")
+            check(got == want, f"pressure: {config}'s abort says its error: {got}", pressure)
 
 
 if __name__ == "__main__":
