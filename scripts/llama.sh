@@ -12,7 +12,8 @@
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
 #   faults    per module kind: a one-shot fault and a prob= fault (reclaim lines, the same tokens),
-#             and a persistent one (the adapter's out-of-memory message)
+#             a persistent one (the adapter's out-of-memory message), and for async one inside a
+#             graph capture (the capture given up, the graph evaluated eagerly)
 #   soak      per module kind: a long generation under random faults (same tokens or the adapter's
 #             clear out-of-memory message)
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
@@ -61,7 +62,8 @@
 # spread over the GPUs; default all), OPS_TIMEOUT (seconds, 0: none), GEN_TOKENS (64),
 # SOAK_TOKENS (512), BENCH_DEADLINE (epoch seconds: no bench run or speculative round starts
 # after it, the next call resumes), BENCH_ROTATE (0; 1: one process a round), MEMCHECK_KINDS (the module kinds),
-# MEMCHECK_TIMEOUT (seconds a run, 0: none),
+# MEMCHECK_TIMEOUT (seconds a run, 0: none), MEMCHECK_FAULT (the fault spec under memcheck; default: 5% of
+# the kind's allocating calls),
 # PRESSURE_CONFIGS (ggml ggml-legacy and the module kinds), PRESSURE_HEADROOM (H in MiB, from high to
 # low: "256 128 64 32 16 8 0"), PRESSURE_BASE (ggml-legacy: the run that measures S),
 # PRESSURE_MODEL (8b-q8_0), PRESSURE_TOKENS (64), PRESSURE_COTENANT_HEADROOM (64), PRESSURE_ARGS
@@ -108,6 +110,9 @@ round_order() {
 module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
+# the faults step's case of an allocation failing inside a graph capture, for the kinds where one
+# fault spec lands there every time
+capture_fault() { [ "$1" = async ] && echo capture; }
 # the GPU's memory.$1 (used, total) in MiB, now
 gpu_mib() { nvidia-smi -i "$GPU" --query-gpu="memory.$1" --format=csv,noheader,nounits | head -1; }
 # memory.used every 50 ms into $1, until stop_bg "$SAMPLER"; its peak: peak_of $1
@@ -243,10 +248,13 @@ step_complete() {
 step_faults() {
     local tokens=${GEN_TOKENS:-64} spec
     for k in $(module_kinds); do
-        for f in oneshot prob persistent; do
+        for f in oneshot prob persistent $(capture_fault "$k"); do
             [ -s "$RESULTS/completion-$k-$f.log" ] && continue
             case $f in
                 oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
+                # the async kind's first cudaMalloc is its first allocation inside a capture: the
+                # adapter gives the capture up and ggml evaluates the graph eagerly
+                capture) spec="fail=malloc:1" ;;
                 prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
                 # every allocation refused: the retries cannot help, the adapter's message ends it
                 persistent) spec="fail=$(alloc_call "$k"):1+" ;;
@@ -275,7 +283,8 @@ step_memcheck() {
     for k in ${MEMCHECK_KINDS:-$(module_kinds)}; do
         [ -s "$RESULTS/memcheck-$k.log" ] && continue
         say "memcheck: $k"
-        env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_FAULT="prob=0.05;on=$(alloc_call "$k");seed=11" \
+        env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU \
+            GGML_CUDA_POOL_FAULT="${MEMCHECK_FAULT:-prob=0.05;on=$(alloc_call "$k");seed=11}" \
             timeout "${MEMCHECK_TIMEOUT:-0}" compute-sanitizer --tool memcheck \
             --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
             --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
