@@ -136,7 +136,6 @@ def placed(results, configs, depths, summary):
             if k in seen:
                 return None, f"{name}: depth {t['n_depth']} twice"
             seen.add(k)
-            t = {key: v for key, v in t.items() if key != summary.POSITION}
             if raw is not None and (k >= len(raw) or raw[k]["samples_ts"] != t["samples_ts"]):
                 return None, f"{name}: its depth-{t['n_depth']} test is not line {k + 1} of {unsplit}"
             lines.append(with_place(t, k, summary))
