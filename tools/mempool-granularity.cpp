@@ -1,9 +1,9 @@
 // mempool-granularity: how much device memory a stream-ordered pool maps for one request, the unit
 // the async kind's total memory moves by. For the device's default pool and for pools made with
-// cudaMemPoolCreate (maxSize 0, 2, 8, 16, 32, 64 MiB, 1 GiB, 16 GiB), each request size is allocated
-// once and then a second time, on an emptied pool (trimmed to 0, threshold raised so nothing is given back
-// between the two); printed: the pool's ReservedMemCurrent and the fall of cudaMemGetInfo's free
-// memory after each, and cudaMalloc's fall for comparison.
+// cudaMemPoolCreate (maxSize 0, 2, 8, 16, 32, 64 MiB, 1 GiB, 16 GiB), each request size is
+// allocated once and then a second time, on an emptied pool (trimmed to 0, threshold raised so
+// nothing is given back between the two); printed: the pool's ReservedMemCurrent and the fall of
+// cudaMemGetInfo's free memory after each, and cudaMalloc's fall for comparison.
 //
 //   mempool-granularity [device]      exit 1 with the failing call where a CUDA call fails
 
@@ -19,7 +19,8 @@ constexpr size_t KiB         = size_t(1) << 10;
 constexpr size_t MiB         = size_t(1) << 20;
 constexpr size_t GiB         = size_t(1) << 30;
 const size_t     REQUESTS[]  = { 64 * KiB, 1 * MiB, 3 * MiB, 6 * MiB, 12 * MiB, 20 * MiB, 33 * MiB, 100 * MiB };
-const size_t     MAX_SIZES[] = { 0, 2 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 1 * GiB, 16 * GiB }; // maxSize
+// cudaMemPoolProps::maxSize of the created pools (0: the system's default)
+const size_t     MAX_SIZES[] = { 0, 2 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 1 * GiB, 16 * GiB };
 
 bool ok(cudaError_t e, const char * what) {
     if (e == cudaSuccess) {
