@@ -13,7 +13,8 @@
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
 #   faults    per module kind: a one-shot fault and a prob= fault (reclaim lines, the same tokens),
 #             a persistent one (the adapter's out-of-memory message), and for async one inside a
-#             graph capture (the capture given up, the graph evaluated eagerly)
+#             graph capture (the capture ends there, the rest runs eagerly, the same tokens); each
+#             recovered run's text compared with the run without faults
 #   soak      per module kind: a long generation under random faults (same tokens or the adapter's
 #             clear out-of-memory message)
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
@@ -263,6 +264,12 @@ step_faults() {
                 GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
             grep -hE 'injected|reclaim|retry|retrying|freeing all|ggml-cuda-pool: alloc' "$RESULTS/completion-$k-$f.log" |
                 head -6
+            # a fault the pool recovers from changes nothing the model writes
+            if [ "$f" != persistent ]; then
+                [ -s "$RESULTS/completion-$k.txt" ] || generate "$k" "$k" "$tokens" >/dev/null
+                say "faults: $k $f: $(cmp -s "$RESULTS/completion-$k-$f.txt" "$RESULTS/completion-$k.txt" &&
+                    echo "text identical to the run without faults" || echo "TEXT DIFFERS from the run without faults")"
+            fi
         done
     done
     md5sum "$RESULTS"/completion-*.txt | sed "s|$RESULTS/||"

@@ -298,7 +298,10 @@ struct module_pool final : ggml_cuda_pool {
     }
 
     // the module returned an error while the stream captures a graph, where it may not synchronize
-    // or free to recover: the capture ends here (ggml evaluates the graph again without it)
+    // or free to recover: the capture ends here, what it holds (the graph's nodes before this
+    // allocation) runs now, once, and the rest of the graph runs eagerly after it. Dropping what
+    // was captured and evaluating the graph again would not do: ggml-alloc hands an input's memory
+    // to a later node once its last reader has run, so a graph's evaluation cannot be repeated
     bool abandon_capture() {
         cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture == cudaStreamCaptureStatusNone) {
@@ -306,17 +309,43 @@ struct module_pool final : ggml_cuda_pool {
             return false;
         }
         cudaGraph_t graph = nullptr;
-        (void) cudaStreamEndCapture(stream, &graph); // invalidated or not, what it captured is dropped
+        cudaError_t err   = cudaStreamEndCapture(stream, &graph); // an invalidated capture: an error, no graph
+        if (err == cudaSuccess) {
+            err = run_once(graph);
+        }
         if (graph != nullptr) {
             (void) cudaGraphDestroy(graph);
         }
-        (void) cudaGetLastError();
-        GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture is "
-                      "given up and the graph evaluated without it, where the pool can recover\n",
-                      device, ggml_cpool_last_error());
+        if (err != cudaSuccess) {
+            (void) cudaGetLastError();
+            GGML_LOG_ERROR("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d, and the "
+                           "work captured before it could not run (%s)\n", device, cudaGetErrorString(err));
+            return false;
+        }
+        GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture "
+                      "ends there, what it holds runs once and the rest of the graph without it, where the pool can "
+                      "recover\n", device, ggml_cpool_last_error());
         session->capture_abandoned = true;
         session->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
         return true;
+    }
+
+    // a captured graph launched once on the pool's stream, ahead of anything launched after it
+    cudaError_t run_once(cudaGraph_t graph) const {
+        size_t      nodes = 0;
+        cudaError_t err   = cudaGraphGetNodes(graph, nullptr, &nodes);
+        if (err != cudaSuccess || nodes == 0) {
+            return err; // nothing was captured before the allocation
+        }
+        cudaGraphExec_t exec = nullptr;
+        err                  = cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
+        if (err != cudaSuccess) {
+            return err;
+        }
+        err = cudaGraphLaunch(exec, stream);
+        // freed once the launch completes
+        const cudaError_t destroyed = cudaGraphExecDestroy(exec);
+        return err != cudaSuccess ? err : destroyed;
     }
 
     std::shared_ptr<ggml_cuda_cpool_session> session; // outlives every pool of the backend context

@@ -46,6 +46,7 @@ enum ggml_cuda_cpool_graph_event {
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event);
 
 // whether a pool allocation failed during this context's capture since the last call: no
-// recovery is legal during a capture, so the adapter ended it, recovered and served the request
-// outside it. The nodes captured before never ran: ggml evaluates the graph again without CUDA graphs
+// recovery is legal during a capture, so the adapter ended it, ran what it held, recovered and
+// served the request outside it; the rest of the graph runs eagerly. ggml has no graph to launch
+// and captures again once the graph is warm
 bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx);
