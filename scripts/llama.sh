@@ -245,25 +245,30 @@ step_complete() {
     md5sum "$RESULTS"/completion-{$(echo $CONFIGS | tr ' ' ,)}.txt 2>/dev/null | sed "s|$RESULTS/||"
 }
 
+# one case of the faults step ($2) for module kind $1: its run and the pool's lines it printed
+fault_run() {
+    local k=$1 f=$2 tokens=$3 spec
+    case $f in
+        oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
+        # the async kind's first cudaMalloc is its first allocation inside a capture: the adapter
+        # ends the capture there, runs what it holds, and the rest of the graph runs eagerly
+        capture) spec="fail=malloc:1" ;;
+        prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
+        # every allocation refused: the retries cannot help, the adapter's message ends it
+        persistent) spec="fail=$(alloc_call "$k"):1+" ;;
+    esac
+    say "faults: $k with $spec, exit $(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" \
+        GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
+    grep -hE 'injected|reclaim|retry|retrying|freeing all|ggml-cuda-pool: alloc' "$RESULTS/completion-$k-$f.log" |
+        head -6
+}
+
 # the module's debug lines go through ggml's logger: llama.cpp shows them at verbosity 5
 step_faults() {
-    local tokens=${GEN_TOKENS:-64} spec
+    local tokens=${GEN_TOKENS:-64}
     for k in $(module_kinds); do
         for f in oneshot prob persistent $(capture_fault "$k"); do
-            [ -s "$RESULTS/completion-$k-$f.log" ] && continue
-            case $f in
-                oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
-                # the async kind's first cudaMalloc is its first allocation inside a capture: the
-                # adapter gives the capture up and ggml evaluates the graph eagerly
-                capture) spec="fail=malloc:1" ;;
-                prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
-                # every allocation refused: the retries cannot help, the adapter's message ends it
-                persistent) spec="fail=$(alloc_call "$k"):1+" ;;
-            esac
-            say "faults: $k with $spec, exit $(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" \
-                GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
-            grep -hE 'injected|reclaim|retry|retrying|freeing all|ggml-cuda-pool: alloc' "$RESULTS/completion-$k-$f.log" |
-                head -6
+            [ -s "$RESULTS/completion-$k-$f.log" ] || fault_run "$k" "$f" "$tokens"
             # a fault the pool recovers from changes nothing the model writes
             if [ "$f" != persistent ]; then
                 [ -s "$RESULTS/completion-$k.txt" ] || generate "$k" "$k" "$tokens" >/dev/null
