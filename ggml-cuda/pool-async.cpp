@@ -73,11 +73,8 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) 
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     status st = drv_.malloc(device_, bytes, ptr);
-    if (st == OUT_OF_MEMORY && trim_in_capture(bytes)) {
-        st = drv_.malloc(device_, bytes, ptr);
-    }
     if (st != OK) {
-        // no synchronize is legal here to make more room
+        // no synchronize or trim is legal here to make room
         driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
         return st;
@@ -88,25 +85,6 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) 
     on_driver_alloc(bytes);
     *actual = bytes;
     return OK;
-}
-
-bool pool_async::trim_in_capture(size_t bytes) {
-    observe();
-    if (pool_reserved_ <= pool_used_) {
-        return false; // the device pool holds nothing unused
-    }
-    driver_failed(GGML_CPOOL_LOG_DEBUG,
-                  "alloc of %.2f MiB failed during graph capture, trimming the stream-ordered pool and retrying once",
-                  to_mib(bytes));
-    status st = drv_.pool_trim(device_, 0);
-    if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_WARN, "trimming the stream-ordered pool during graph capture failed (%s)",
-                      ggml_cpool_status_str(st));
-        return false;
-    }
-    stats_.flushes++;
-    observe();
-    return true;
 }
 
 void pool_async::release_capture_cache(bool force) {

@@ -6,13 +6,11 @@
 // stream-ordered allocation would become a memory node of the graph, and an executable graph
 // with memory nodes cannot be updated in place (cudaGraphExecUpdate refuses it: ggml then
 // instantiates it again on every change). So a capture is served from buffers this pool holds
-// outside any graph (cudaMalloc, legal in a relaxed-mode capture; where the device is full, the
-// stream-ordered pool's unused memory goes back first, a trim being no stream call): best fit,
-// kept for the next capture as a legacy pool keeps its cache, given back by trim (the generation
-// moves, so the graphs that used them are captured again) and at destruction. Outside a
-// capture, the few small buffers the stream freed last are handed out again first
-// (reuse-cache.h); they go back to the stream-ordered pool before it would grow, and before
-// trimming.
+// outside any graph (cudaMalloc, legal in a relaxed-mode capture): best fit, kept for the next
+// capture as a legacy pool keeps its cache, given back by trim (the generation moves, so the
+// graphs that used them are captured again) and at destruction. Outside a capture, the few small
+// buffers the stream freed last are handed out again first (reuse-cache.h); they go back to the
+// stream-ordered pool before it would grow, and before trimming.
 
 #include "pool.h"
 #include "reuse-cache.h"
@@ -70,11 +68,6 @@ class pool_async final : public pool {
     // an allocation while the stream is capturing: from the capture cache (best fit), else a
     // buffer of its own outside the graph
     status alloc_in_capture(size_t bytes, void ** ptr, size_t * actual);
-    // after the capture cache's allocation of `bytes` failed: the device's free memory may sit
-    // unused in the stream-ordered pool (kept warm, every context's). A trim is no stream call,
-    // so the capture goes on; memory whose frees have not landed stays (the driver's rule: no
-    // synchronize may land them here). Whether anything was there to give back
-    bool   trim_in_capture(size_t bytes);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
     void   release_capture_cache(bool force = false);
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)

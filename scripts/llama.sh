@@ -12,10 +12,9 @@
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (one per GPU at a time)
 #   complete  llama-completion, greedy, the same tokens for every configuration (KV q8_0, graphs on)
 #   faults    per module kind: a one-shot fault and a prob= fault (reclaim lines, the same tokens),
-#             a persistent one (the adapter's out-of-memory message), and for async two inside a
-#             graph capture (one the pool's trim there outlasts, so the capture goes on; one it
-#             does not, so the capture ends there and the rest runs eagerly; the same tokens);
-#             each recovered run's text compared with the run without faults
+#             a persistent one (the adapter's out-of-memory message), and for async one inside a
+#             graph capture (the capture ends there, the rest runs eagerly, the same tokens); each
+#             recovered run's text compared with the run without faults
 #   soak      per module kind: a long generation under random faults (same tokens or the adapter's
 #             clear out-of-memory message)
 #   memcheck  per module kind (MEMCHECK_KINDS): a short generation under random faults in
@@ -112,9 +111,9 @@ round_order() {
 module_kinds() { for c in $CONFIGS; do case $c in ggml* | *:*) ;; *) echo "$c" ;; esac; done; }
 # the driver call that takes device memory for a module kind (what a fault spec aims at)
 alloc_call() { case $1 in vmm) echo create ;; async) echo malloc_async ;; *) echo malloc ;; esac; }
-# the faults step's cases of an allocation failing inside a graph capture, for the kinds where a
+# the faults step's case of an allocation failing inside a graph capture, for the kinds where one
 # fault spec lands there every time
-capture_fault() { [ "$1" = async ] && echo capture capture-abandon; }
+capture_fault() { [ "$1" = async ] && echo capture; }
 # the GPU's memory.$1 (used, total) in MiB, now
 gpu_mib() { nvidia-smi -i "$GPU" --query-gpu="memory.$1" --format=csv,noheader,nounits | head -1; }
 # memory.used every 50 ms into $1, until stop_bg "$SAMPLER"; its peak: peak_of $1
@@ -251,13 +250,9 @@ fault_run() {
     local k=$1 f=$2 tokens=$3 spec
     case $f in
         oneshot) spec="oneshot=${ONESHOT_SIZE:-100KiB}" ;;
-        # the async kind's first cudaMalloc is its first allocation inside a capture: the pool
-        # gives back what the stream-ordered pool holds unused (a trim, legal in the capture) and
-        # the retry succeeds, so the capture goes on
+        # the async kind's first cudaMalloc is its first allocation inside a capture: the adapter
+        # ends the capture there, runs what it holds, and the rest of the graph runs eagerly
         capture) spec="fail=malloc:1" ;;
-        # the retry fails too: the adapter ends the capture there, runs what it holds, and the
-        # rest of the graph runs eagerly
-        capture-abandon) spec="fail=malloc:1+;limit=2" ;;
         prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
         # every allocation refused: the retries cannot help, the adapter's message ends it
         persistent) spec="fail=$(alloc_call "$k"):1+" ;;
