@@ -2,7 +2,8 @@
 // Host memory that behaves like a device: a capacity limit per device with first-fit placement
 // (sim-arena.h), 256-byte aligned allocations, reservable virtual ranges mapped at a granularity
 // (PROT_NONE until mapped, so a stray access faults), a stream-ordered pool per device
-// (sim-mempool.h), streams that can be marked as capturing, platform and device count as
+// (sim-mempool.h) whose unused memory a cudaMalloc that finds the device full takes, as CUDA's
+// does, streams that can be marked as capturing, platform and device count as
 // parameters. Device memory and streams here; virtual memory in driver-sim-vmm.cpp, the
 // stream-ordered pool in driver-sim-async.cpp.
 

@@ -268,6 +268,34 @@ TEST_P(Async, TrimGivesBackWhatTheReuseCacheHolds) {
     ggml_cpool_ctx_free(ctx);
 }
 
+// The CUDA driver gives a cudaMalloc that finds the device full the unused memory of the
+// stream-ordered pool whose frees have landed (measured on an H200), so another kind's buffers,
+// and the async kind's capture cache, reach memory the warm pool holds: the sim does the same
+TEST_P(Async, ACudaMallocOnAFullDeviceTakesWhatTheStreamOrderedPoolHoldsUnused) {
+    constexpr size_t UNUSED = 64 * MiB;
+    ggml_cpool_ctx_t async  = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    release(pool_of(async), alloc(pool_of(async), UNUSED));
+    ASSERT_EQ(ggml_cpool_driver_synchronize(driver_, 0), GGML_CPOOL_STATUS_OK); // the free lands
+    ASSERT_GE(reserved(), UNUSED) << "kept warm";
+    ggml_cpool_ctx_t plain = make_ctx(driver_, GGML_CPOOL_KIND_PLAIN); // a cudaMalloc a buffer
+    ggml_cpool_t     pool  = pool_of(plain);
+    std::vector<buf> taken; // every free byte, halving down to the driver's 2 MiB page
+    for (size_t block = 1024 * MiB; block >= 2 * MiB;) {
+        buf b;
+        if (ggml_cpool_alloc(pool, block, 0, &b.ptr, &b.size) == GGML_CPOOL_STATUS_OK) {
+            taken.push_back(b);
+        } else {
+            block /= 2;
+        }
+    }
+    EXPECT_LT(reserved(), UNUSED) << "the driver handed the unused memory to cudaMalloc";
+    for (const buf & b : taken) {
+        release(pool, b);
+    }
+    ggml_cpool_ctx_free(plain);
+    ggml_cpool_ctx_free(async);
+}
+
 HARNESS_INSTANTIATE(Async, testing::Values(DRIVER), driver_name);
 
 } // namespace

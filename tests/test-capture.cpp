@@ -61,8 +61,9 @@ TEST_P(Capture, OutOfMemoryDuringCaptureReturnsAStatusWithoutSynchronizeOrFree) 
     void *      p      = nullptr;
     size_t      actual = 0;
     // more than is free, but not more than is free once the cached buffer goes (the VMM stack
-    // would grow into the last free megabytes, so it is asked for more); the async kind asks the
-    // capture for graph memory, which the device cannot give either
+    // would grow into the last free megabytes, so it is asked for more); the async kind's capture
+    // cache cannot take the cached buffer's memory either: its free has not landed, and no
+    // synchronize may land it during the capture
     const size_t request = GetParam() == GGML_CPOOL_KIND_VMM ? 30 * MiB : 24 * MiB;
     EXPECT_EQ(ggml_cpool_alloc(pool_, request, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(illegal(), before) << "no synchronize, free, unmap or trim during capture";
