@@ -277,7 +277,7 @@ TEST_P(Async, ACudaMallocOnAFullDeviceTakesWhatTheStreamOrderedPoolHoldsUnused) 
     release(pool_of(async), alloc(pool_of(async), UNUSED));
     ASSERT_EQ(ggml_cpool_driver_synchronize(driver_, 0), GGML_CPOOL_STATUS_OK); // the free lands
     ASSERT_GE(reserved(), UNUSED) << "kept warm";
-    ggml_cpool_ctx_t plain = make_ctx(driver_, GGML_CPOOL_KIND_PLAIN); // a cudaMalloc a buffer
+    ggml_cpool_ctx_t plain = make_ctx(driver_, GGML_CPOOL_KIND_PLAIN); // one cudaMalloc a buffer
     ggml_cpool_t     pool  = pool_of(plain);
     std::vector<buf> taken; // every free byte, halving down to the driver's 2 MiB page
     for (size_t block = 1024 * MiB; block >= 2 * MiB;) {
