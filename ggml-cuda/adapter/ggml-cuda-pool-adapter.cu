@@ -42,7 +42,7 @@ namespace {
 
 constexpr const char * ENV_POOL   = "GGML_CUDA_POOL";       // ggml | ggml-legacy | a module kind
 constexpr const char * ENV_STATS  = "GGML_CUDA_POOL_STATS"; // 1: a stats line per pool at exit on stderr; a path: appended there
-constexpr const char * ENV_KV_F16 = "GGML_CUDA_POOL_KV_F16"; // graph (default) | pool: where the FA K/V f16 conversions live
+constexpr const char * ENV_KV_F16 = "GGML_CUDA_POOL_KV_F16"; // graph (default) | pool | pool-1x: where the FA K/V f16 conversions live
 constexpr const char * ENV_ROTATE = "GGML_CUDA_POOL_ROTATE"; // configurations, comma-separated: backend contexts take turns
 constexpr double       MiB        = 1024.0 * 1024.0;
 
@@ -57,6 +57,7 @@ struct settings {
     choice              pools;  // GGML_CUDA_POOL
     std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
     bool                kv_in_pool = false;
+    bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
     std::string         stats; // empty: none; "-": stderr; else a file to append to
 };
 
@@ -106,11 +107,12 @@ static const settings & config() {
             at = end ? end + 1 : nullptr;
         }
         const char * kv = getenv(ENV_KV_F16);
-        if (kv != nullptr && strcmp(kv, "pool") == 0) {
+        if (kv != nullptr && (strcmp(kv, "pool") == 0 || strcmp(kv, "pool-1x") == 0)) {
             c.kv_in_pool = true;
+            c.kv_growing = strcmp(kv, "pool") == 0;
         } else if (kv != nullptr && *kv != '\0' && strcmp(kv, "graph") != 0) {
-            GGML_LOG_WARN("ggml-cuda-pool: %s=%s is neither graph nor pool; the conversions stay in the graph allocator's buffer\n",
-                          ENV_KV_F16, kv);
+            GGML_LOG_WARN("ggml-cuda-pool: %s=%s is neither graph, pool nor pool-1x; the conversions stay in the graph "
+                          "allocator's buffer\n", ENV_KV_F16, kv);
         }
         const char * stats = getenv(ENV_STATS);
         if (stats != nullptr && *stats != '\0' && strcmp(stats, "0") != 0) {
@@ -248,6 +250,9 @@ struct module_pool final : ggml_cuda_pool {
     }
 
     void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        if (!config().kv_growing) {
+            return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
+        }
         void * ptr = nullptr;
         {
             call_timer timer(timed ? &seen.call_ns : nullptr);
@@ -383,6 +388,9 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
     void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        if (!config().kv_growing) {
+            return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
+        }
         void * ptr = nullptr;
         {
             call_timer timer(&seen.call_ns);
