@@ -1,0 +1,62 @@
+# llama.sh steps: the llama.cpp tree, its build and the models (sourced)
+#   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
+#   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize,
+#             llama-speculative-simple, llama-batched-bench
+#   models    random-weight Llama models (scripts/llama-model.py): LLAMA_MODELS, named shape-type
+#             (1b-f16, 1b-q8_0, 8b-q8_0): f16 is written, q8_0 quantized from it
+
+step_prepare() {
+    if [ -n "${LLAMA_CPP_DIR:-}" ]; then
+        [ -d "$SRC/ggml/src/ggml-cuda" ] || die "LLAMA_CPP_DIR=$SRC is not a llama.cpp tree"
+    elif [ ! -d "$SRC" ]; then
+        local snapshot=${LLAMA_SNAPSHOT:-$(ls "$ROOT"/../shared/llama.cpp/llama.cpp-*.tar.xz 2>/dev/null | head -1)}
+        [ -f "$snapshot" ] || die "no snapshot: set LLAMA_SNAPSHOT or LLAMA_CPP_DIR"
+        say "unpacking $snapshot"
+        tar -xJf "$snapshot" -C "$WORK" || die "unpacking failed"
+    fi
+    local commit
+    commit=$(cat "$SRC/.commit" 2>/dev/null || git -C "$SRC" rev-parse HEAD 2>/dev/null)
+    [ "$commit" = "$PINNED" ] || say "warning: $SRC is at ${commit:-an unknown commit}, the patch is for $PINNED"
+    # the trimmed snapshot leaves pocs/ out, which the examples' CMakeLists still adds
+    [ -f "$SRC/pocs/CMakeLists.txt" ] || { mkdir -p "$SRC/pocs" && : >"$SRC/pocs/CMakeLists.txt"; }
+    if patch -d "$SRC" -p1 -R --dry-run -s -f <"$PATCH" >/dev/null 2>&1; then
+        say "patch already applied"
+    else
+        patch -d "$SRC" -p1 -s -f <"$PATCH" || die "the patch does not apply to $SRC"
+        say "patch applied"
+    fi
+}
+
+step_build() {
+    [ -d "$SRC" ] || die "no source tree: run the prepare step"
+    local arch
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+    if [ ! -f "$BUILD/build.ninja" ]; then
+        cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+            -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
+            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
+            -DLLAMA_BUILD_APP=OFF -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
+            >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
+    fi
+    local t0=$SECONDS
+    ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
+        llama-batched-bench \
+        >"$WORK/build.log" 2>&1 ||
+        { tail -30 "$WORK/build.log"; die "build failed"; }
+    say "built in $((SECONDS - t0)) s"
+}
+
+# LLAMA_MODELS names them shape-type: f16 is written, q8_0 quantized from it
+step_models() {
+    for name in $MODEL_LIST; do
+        local shape=${name%%-*} type=${name#*-}
+        [ -f "$MODELS/$name.gguf" ] && continue
+        [ -f "$MODELS/$shape-f16.gguf" ] || python3 "$ROOT/scripts/llama-model.py" --llama-cpp "$SRC" --shape "$shape" \
+            --out "$MODELS/$shape-f16.gguf" || die "writing the $shape model failed"
+        [ "$type" = f16 ] && continue
+        "$BIN/llama-quantize" "$MODELS/$shape-f16.gguf" "$MODELS/$name.gguf" "$type" >"$WORK/quantize-$name.log" 2>&1 ||
+            die "quantizing $name failed"
+        [[ " $MODEL_LIST " == *" $shape-f16 "* ]] || rm -f "$MODELS/$shape-f16.gguf" # only a step
+    done
+    ls -la "$MODELS"
+}
