@@ -8,8 +8,11 @@
 #   hip    the HIP variant built with Debian's hipcc (library, tests, tools; no AMD GPU here, so
 #          the unit label runs on the sim driver and the gpu label reports SKIPPED)
 #   llama  the llama.cpp integration patch applies to the pinned snapshot and the adapter compiles
-#          with nvcc against the patched ggml-cuda headers (scripts/llama-check.sh)
+#          with nvcc against the patched ggml-cuda headers (scripts/llama-check.sh); SKIPPED where
+#          no snapshot is found (../shared/llama.cpp, LLAMA_SNAPSHOT or LLAMA_CPP_DIR)
 # scripts/test.sh [job...]   (default: all); extra CMake arguments in CMAKE_ARGS.
+# The last line counts tests: passed, failed, skipped for want of a GPU, skipped for want of the
+# llama.cpp snapshot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -27,7 +30,8 @@ need_packages "${packages[@]}" || { echo "test.sh: cannot install ${packages[*]}
 
 passed=0
 failed=0
-skipped=0
+skipped=0    # gpu tests on a machine without a GPU
+no_snapshot=0 # the llama job without a llama.cpp snapshot
 summary=()
 
 # ctest_job NAME BUILD_DIR LABEL_REGEX EXCLUDE_REGEX CMAKE_ARGS...: configure, build, run ctest
@@ -90,7 +94,7 @@ for job in "${jobs[@]}"; do
             bash scripts/llama-check.sh || rc=$?
             case $rc in
                 0) passed=$((passed + 1)); summary+=("llama: the patch applies, the adapter compiles") ;;
-                2) skipped=$((skipped + 1)); summary+=("llama: SKIPPED (no llama.cpp snapshot)") ;;
+                2) no_snapshot=1; summary+=("llama: SKIPPED (no llama.cpp snapshot)") ;;
                 *) failed=$((failed + 1)); summary+=("llama: FAILED (build-llama-check/)") ;;
             esac
             ;;
@@ -100,5 +104,5 @@ done
 
 echo
 printf '%s\n' "${summary[@]}"
-echo "$passed passed, $failed failed, $skipped skipped"
+echo "$passed passed, $failed failed, $skipped skipped (no GPU), $no_snapshot skipped (no llama.cpp snapshot)"
 [ "$failed" -eq 0 ]
