@@ -53,6 +53,7 @@ step_longctx() {
             past_deadline "$tag" && return 0
             local idle
             idle=$(gpu_mib used)
+            echo "idle_mib $idle" >"$RESULTS/$tag.idle"
             pressure_run "$tag" "$c" "$w"
             say "longctx: $w $c: $(tail -1 "$RESULTS/$tag.log"), peak $(($(peak_of "$RESULTS/$tag.smi") - idle)) MiB above idle"
         done
