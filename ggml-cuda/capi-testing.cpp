@@ -13,7 +13,7 @@ gcp::fault_driver * as_fault(ggml_cpool_driver_t driver) {
     return driver ? driver->ref.fault : nullptr;
 }
 
-gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
+gcp::sim_primitives * as_sim(ggml_cpool_driver_t driver) {
     return driver ? driver->ref.sim : nullptr;
 }
 
@@ -22,7 +22,7 @@ gcp::sim_driver * as_sim(ggml_cpool_driver_t driver) {
 extern "C" {
 
 ggml_cpool_sim_params ggml_cpool_sim_default_params(void) {
-    return gcp::sim_driver::defaults();
+    return gcp::sim_primitives::defaults();
 }
 
 size_t ggml_cpool_driver_outstanding(ggml_cpool_driver_t driver) {
@@ -108,12 +108,12 @@ uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
 }
 
 uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {
-    gcp::sim_driver * sim = as_sim(driver);
+    gcp::sim_primitives * sim = as_sim(driver);
     return sim ? sim->stream_calls(device, stream) : 0;
 }
 
 ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {
-    gcp::sim_driver * sim = as_sim(driver);
+    gcp::sim_primitives * sim = as_sim(driver);
     if (sim == nullptr) {
         GCP_LOG_ERROR("%s: not a sim driver", __func__);
         return GGML_CPOOL_STATUS_UNSUPPORTED;

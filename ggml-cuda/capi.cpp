@@ -61,8 +61,9 @@ ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const gg
     }
     *out = nullptr;
     return guarded(__func__, [&] {
-        gcp::driver_ref   ref;
-        ggml_cpool_status st = gcp::make_driver(gcp::raw_enum(kind), sim ? *sim : gcp::sim_driver::defaults(), &ref);
+        gcp::driver_ref             ref;
+        const ggml_cpool_sim_params params = sim ? *sim : gcp::sim_primitives::defaults();
+        ggml_cpool_status           st     = gcp::make_driver(gcp::raw_enum(kind), params, &ref);
         if (st == GGML_CPOOL_STATUS_OK) {
             *out = new ggml_cpool_driver{ std::move(ref) };
         }
@@ -109,7 +110,7 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         if (p.driver != nullptr) {
             ref = p.driver->ref;
         } else {
-            const ggml_cpool_sim_params sim = p.sim ? *p.sim : gcp::sim_driver::defaults();
+            const ggml_cpool_sim_params sim = p.sim ? *p.sim : gcp::sim_primitives::defaults();
             st                              = gcp::make_driver(gcp::raw_enum(p.driver_kind), sim, &ref);
         }
         std::unique_ptr<gcp::backend> b;

@@ -1,5 +1,6 @@
-// The cuda driver's stream-ordered pool: cudaMallocAsync / cudaFreeAsync from each device's
-// default memory pool, and that pool's attributes. HIP builds compile it out.
+// The cuda driver is a driver over cuda_primitives: their stream-ordered pool here
+// (cuda_mempool). cudaMallocAsync / cudaFreeAsync from each device's default memory pool, and
+// that pool's attributes. HIP builds compile it out.
 
 #include "driver-cuda-impl.h"
 

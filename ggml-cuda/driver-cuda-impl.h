@@ -1,8 +1,8 @@
 #pragma once
-// What the cuda driver's files share (driver-cuda.cpp, driver-cuda-vmm.cpp,
-// driver-cuda-async.cpp): the runtime (CUDA, or HIP through vendors/hip.h) and the capabilities
-// this build has, a runtime call's status, the device a call runs on, and the ledger of what
-// the driver handed out.
+// The cuda driver is a driver over cuda_primitives: what their files share (driver-cuda.cpp,
+// driver-cuda-vmm.cpp, driver-cuda-async.cpp): the runtime (CUDA, or HIP through vendors/hip.h)
+// and the capabilities this build has, a runtime call's status, the device a call runs on, and
+// the ledger of what the primitives handed out.
 
 #include "driver-primitives.h"
 #include "log.h"
@@ -66,8 +66,8 @@ template <typename F> status on_device(int device, F && f) {
     return st;
 }
 
-// what the driver handed out, for outstanding() and used(); without room to record a piece the
-// memory is still handed out, only the leak check loses sight of it
+// what the primitives handed out, for outstanding() and used(); without room to record a piece
+// the memory is still handed out, only the leak check loses sight of it
 class ledger {
   public:
     enum kind { ALLOCATIONS, HANDLES, RANGES, ASYNC_ALLOCATIONS, KINDS };

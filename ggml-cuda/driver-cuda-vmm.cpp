@@ -1,5 +1,6 @@
-// The cuda driver's virtual memory management: cuMem* calls reached through the runtime's
-// entry-point query on CUDA (so nothing links libcuda), linked directly on HIP.
+// The cuda driver is a driver over cuda_primitives: their virtual memory here (cuda_vmm).
+// cuMem* calls reached through the runtime's entry-point query on CUDA (so nothing links
+// libcuda), linked directly on HIP.
 
 #include "driver-cuda-impl.h"
 

@@ -1,5 +1,6 @@
-// The cuda driver's device memory, streams and capabilities; its virtual memory in
-// driver-cuda-vmm.cpp, its stream-ordered pool in driver-cuda-async.cpp.
+// The cuda driver is a driver over cuda_primitives, defined here: device memory, streams and
+// capabilities; their virtual memory in driver-cuda-vmm.cpp, their stream-ordered pool in
+// driver-cuda-async.cpp.
 
 #include "driver-cuda.h"
 
@@ -72,9 +73,9 @@ using namespace cuda;
 // the first pause before a refused allocation is tried again (pool.h doubles it at each retry)
 constexpr uint32_t TRANSIENT_PAUSE_US = 1000;
 
-class cuda_driver final : public primitives {
+class cuda_primitives final : public device_primitives {
   public:
-    explicit cuda_driver(int count) : count_(count) {
+    explicit cuda_primitives(int count) : count_(count) {
 #if !defined(GGML_USE_HIP)
         driver_entry("cuStreamIsCapturing", &is_capturing_); // the runtime's call where the driver lacks it
 #endif
@@ -183,7 +184,7 @@ class cuda_driver final : public primitives {
     // long enough for queued frees on other streams to land, short enough that a refusal that
     // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
     uint32_t transient_pause_us() const override { return TRANSIENT_PAUSE_US; }
-    // every cuda driver sees the same devices
+    // every cuda_primitives sees the same devices
     const void * identity() const override {
         static const char devices = 0;
         return &devices;
@@ -212,7 +213,7 @@ status make_cuda_driver(std::shared_ptr<driver> * out) {
         GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
         return UNSUPPORTED;
     }
-    *out = std::make_shared<driver>(std::make_shared<cuda_driver>(count));
+    *out = std::make_shared<driver>(std::make_shared<cuda_primitives>(count));
     return OK;
 }
 

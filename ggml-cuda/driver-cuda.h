@@ -1,4 +1,5 @@
 #pragma once
+// The cuda driver is a driver (driver.h) over cuda_primitives (driver-cuda.cpp).
 // The real device, through the CUDA runtime for plain allocations and the driver API (reached
 // through the runtime's entry-point query, so nothing links libcuda) for virtual memory.
 

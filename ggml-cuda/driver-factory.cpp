@@ -13,10 +13,10 @@ namespace gcp {
 
 status make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out) {
     if (kind == GGML_CPOOL_DRIVER_SIM) {
-        status st = sim_driver::check(sim);
+        status st = sim_primitives::check(sim);
         if (st == OK) {
-            auto device = std::make_shared<sim_driver>(sim);
-            *out        = { std::make_shared<driver>(device), device.get(), nullptr };
+            auto prims = std::make_shared<sim_primitives>(sim);
+            *out       = { std::make_shared<driver>(prims), prims.get(), nullptr };
         }
         return st;
     }

@@ -1,7 +1,8 @@
 #pragma once
-// Where drivers come from: a device driver of a kind (cuda or sim), a fault driver over any
-// driver, and the fault driver GGML_CUDA_POOL_FAULT asks every context for. A driver_ref keeps,
-// next to the driver, the parts the testing calls reach (ggml-cuda-pool-testing.h), typed.
+// Where drivers come from: a driver of a kind (over cuda_primitives or sim_primitives), a fault
+// driver over any driver, and the fault driver GGML_CUDA_POOL_FAULT asks every context for. A
+// driver_ref keeps, next to the driver, the parts the testing calls reach
+// (ggml-cuda-pool-testing.h), typed.
 
 #include "driver.h"
 #include "fault-spec.h"
@@ -10,12 +11,12 @@
 
 namespace gcp {
 
-class sim_driver;
+class sim_primitives;
 class fault_driver;
 
 struct driver_ref {
     std::shared_ptr<driver> drv;
-    sim_driver *            sim   = nullptr; // the driver, when it is the sim one
+    sim_primitives *        sim   = nullptr; // the primitives below, when it is the sim driver
     fault_driver *          fault = nullptr; // the driver, when it injects faults
 };
 

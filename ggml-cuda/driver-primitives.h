@@ -1,10 +1,10 @@
 #pragma once
-// The seam below the pools: the primitives a device driver provides (cuda, HIP through
-// vendors/hip.h, sim). Every primitive names its device, so none depends on the device current
-// on the calling thread, and returns OK or the status of its failure. Virtual memory and the
-// stream-ordered pool are optional capabilities: a driver hands out their primitives for the
-// devices that have them and nullptr elsewhere. Pools never call this directly: driver.h is
-// their front, which counts each call and lets a decorator fail it first.
+// The seam below the pools: the primitives a device provides (cuda_primitives, HIP through
+// vendors/hip.h, sim_primitives). Every primitive names its device, so none depends on the
+// device current on the calling thread, and returns OK or the status of its failure. Virtual
+// memory and the stream-ordered pool are optional capabilities: vmm() and mempool() hand out
+// their primitives for the devices that have them and nullptr elsewhere. Pools never call this
+// directly: driver.h is their front, which counts each call and lets a decorator fail it first.
 
 #include "common.h"
 
@@ -18,9 +18,9 @@ using stream_t   = void *;   // an opaque stream (a cudaStream_t on the real dev
 class vmm_primitives;
 class mempool_primitives;
 
-class primitives {
+class device_primitives {
   public:
-    virtual ~primitives() = default;
+    virtual ~device_primitives() = default;
 
     virtual ggml_cpool_platform platform() const     = 0;
     virtual int                 device_count() const = 0;
@@ -46,8 +46,8 @@ class primitives {
     // the device's default stream-ordered pool, or nullptr where it has none
     virtual mempool_primitives * mempool(int device) = 0;
 
-    // leak check: allocations, physical handles and reservations not yet given back (the cuda
-    // driver cannot see those of other users, so it counts its own)
+    // leak check: allocations, physical handles and reservations not yet given back
+    // (cuda_primitives cannot see those of other users, so it counts its own)
     virtual size_t outstanding() const    = 0;
     // device bytes handed out (allocations and physical handles) and not yet taken back
     virtual size_t used(int device) const = 0;
@@ -57,8 +57,8 @@ class primitives {
     virtual bool         error_latched() const { return false; }
     // (optional) forgets that error
     virtual void         clear_error() {}
-    // (optional) what identifies the devices behind this driver: drivers of one identity share
-    // devices (every cuda driver), so process-wide records key on it
+    // (optional) what identifies the devices behind these primitives: primitives of one identity
+    // share devices (every cuda_primitives), so process-wide records key on it
     virtual const void * identity() const { return this; }
     // (optional) the pause before a refused allocation is tried again, in microseconds: a real
     // device's free memory changes with time (frees landing on other streams, other processes),

@@ -1,5 +1,6 @@
-// The sim driver's stream-ordered pool: sim-mempool.h per device, reached through known streams;
-// an allocation on a capturing stream is a memory node of the graph, outside the pool.
+// The sim driver is a driver over sim_primitives: their stream-ordered pool here
+// (mempool_primitives). sim-mempool.h per device, reached through known streams; an allocation
+// on a capturing stream is a memory node of the graph, outside the pool.
 
 #include "driver-sim.h"
 
@@ -7,7 +8,7 @@
 
 namespace gcp {
 
-sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
+sim_mempool * sim_primitives::stream_pool(int device, stream_t stream) {
     device_state::stream_state * s = async_supported(device) ? find_stream(device, stream) : nullptr;
     if (s == nullptr) {
         return nullptr;
@@ -16,7 +17,7 @@ sim_mempool * sim_driver::stream_pool(int device, stream_t stream) {
     return devices_[size_t(device)].mempool.get();
 }
 
-status sim_driver::malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+status sim_primitives::malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     sim_mempool *               pool = stream_pool(device, stream);
     if (pool == nullptr || size == 0) {
@@ -48,7 +49,7 @@ status sim_driver::malloc_async(int device, size_t size, stream_t stream, void *
     return OK;
 }
 
-status sim_driver::free_async(int device, void * ptr, stream_t stream) {
+status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     sim_mempool *               pool = stream_pool(device, stream);
     if (pool == nullptr) {
@@ -65,7 +66,7 @@ status sim_driver::free_async(int device, void * ptr, stream_t stream) {
     return sim_host_memory([&] { return pool->free(ptr, stream); });
 }
 
-status sim_driver::trim(int device, size_t keep) {
+status sim_primitives::trim(int device, size_t keep) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!async_supported(device)) {
         return INVALID_ARGUMENT;
@@ -75,7 +76,7 @@ status sim_driver::trim(int device, size_t keep) {
     return OK;
 }
 
-status sim_driver::get_attr(int device, mempool_attr attr, uint64_t * value) {
+status sim_primitives::get_attr(int device, mempool_attr attr, uint64_t * value) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!async_supported(device)) {
         return INVALID_ARGUMENT;
@@ -90,7 +91,7 @@ status sim_driver::get_attr(int device, mempool_attr attr, uint64_t * value) {
     return INVALID_ARGUMENT;
 }
 
-status sim_driver::set_attr(int device, mempool_attr attr, uint64_t value) {
+status sim_primitives::set_attr(int device, mempool_attr attr, uint64_t value) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!async_supported(device)) {
         return INVALID_ARGUMENT;

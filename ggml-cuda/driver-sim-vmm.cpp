@@ -1,5 +1,6 @@
-// The sim driver's virtual memory: ranges of PROT_NONE host pages, physical handles taken from
-// the device's arena, mappings that make the pages accessible.
+// The sim driver is a driver over sim_primitives: their virtual memory here (vmm_primitives).
+// Ranges of PROT_NONE host pages, physical handles taken from the device's arena, mappings that
+// make the pages accessible.
 
 #include "driver-sim.h"
 
@@ -7,7 +8,7 @@
 
 namespace gcp {
 
-bool sim_driver::in_reservation(const device_state & d, uintptr_t addr, size_t size) const {
+bool sim_primitives::in_reservation(const device_state & d, uintptr_t addr, size_t size) const {
     auto it = d.reservations.upper_bound(addr);
     if (it == d.reservations.begin()) {
         return false;
@@ -16,7 +17,7 @@ bool sim_driver::in_reservation(const device_state & d, uintptr_t addr, size_t s
     return addr >= it->first && addr + size <= it->first + it->second;
 }
 
-status sim_driver::reserve(int device, size_t size, uintptr_t * addr) {
+status sim_primitives::reserve(int device, size_t size, uintptr_t * addr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
         return INVALID_ARGUMENT;
@@ -37,7 +38,7 @@ status sim_driver::reserve(int device, size_t size, uintptr_t * addr) {
     });
 }
 
-status sim_driver::unreserve(int device, uintptr_t addr, size_t size) {
+status sim_primitives::unreserve(int device, uintptr_t addr, size_t size) {
     return with_device(device, [&](device_state & d) {
         auto it = d.reservations.find(addr);
         if (it == d.reservations.end() || it->second != size) {
@@ -53,7 +54,7 @@ status sim_driver::unreserve(int device, uintptr_t addr, size_t size) {
     });
 }
 
-status sim_driver::create(int device, size_t size, vmm_handle * handle) {
+status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
         return INVALID_ARGUMENT;
@@ -75,7 +76,7 @@ status sim_driver::create(int device, size_t size, vmm_handle * handle) {
     });
 }
 
-status sim_driver::release(int device, vmm_handle handle) {
+status sim_primitives::release(int device, vmm_handle handle) {
     return with_device(device, [&](device_state & d) {
         auto it = d.handles.find(handle);
         if (it == d.handles.end()) {
@@ -92,7 +93,7 @@ status sim_driver::release(int device, vmm_handle handle) {
     });
 }
 
-status sim_driver::map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
+status sim_primitives::map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
     return with_device(device, [&](device_state & d) {
         auto it = d.handles.find(handle);
         if (it == d.handles.end() || it->second.size != size || !in_reservation(d, addr, size) ||
@@ -106,7 +107,7 @@ status sim_driver::map(int device, uintptr_t addr, size_t size, vmm_handle handl
     });
 }
 
-status sim_driver::unmap(int device, uintptr_t addr, size_t size) {
+status sim_primitives::unmap(int device, uintptr_t addr, size_t size) {
     return with_device(device, [&](device_state & d) {
         auto it = d.mappings.find(addr);
         if (it == d.mappings.end() || d.handles.count(it->second) == 0 || d.handles[it->second].size != size) {
@@ -120,7 +121,7 @@ status sim_driver::unmap(int device, uintptr_t addr, size_t size) {
     });
 }
 
-status sim_driver::access(int device, uintptr_t addr, size_t size, int accessor) {
+status sim_primitives::access(int device, uintptr_t addr, size_t size, int accessor) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device) || !valid(accessor) || !in_reservation(devices_[size_t(device)], addr, size)) {
         return INVALID_ARGUMENT;

@@ -1,3 +1,6 @@
+// The sim driver is a driver over sim_primitives (driver-sim.h): its device memory, streams and
+// parameters here.
+
 #include "driver-sim.h"
 
 #include "log.h"
@@ -20,7 +23,7 @@ void * sim_map_pages(size_t size, int prot) {
     return p == MAP_FAILED ? nullptr : p;
 }
 
-ggml_cpool_sim_params sim_driver::defaults() {
+ggml_cpool_sim_params sim_primitives::defaults() {
     ggml_cpool_sim_params p = {};
     p.capacity              = DEFAULT_CAPACITY;
     p.device_count          = 1;
@@ -31,7 +34,7 @@ ggml_cpool_sim_params sim_driver::defaults() {
     return p;
 }
 
-status sim_driver::check(const ggml_cpool_sim_params & sim) {
+status sim_primitives::check(const ggml_cpool_sim_params & sim) {
     // a granularity above the largest request would overflow the rounding of a VMM range
     if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
         sim.granularity == 0 || sim.granularity % PAGE != 0 || sim.granularity > MAX_REQUEST ||
@@ -45,14 +48,14 @@ status sim_driver::check(const ggml_cpool_sim_params & sim) {
     return OK;
 }
 
-sim_driver::sim_driver(const ggml_cpool_sim_params & params) : params_(params) {
+sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) : params_(params) {
     devices_.reserve(size_t(params.device_count));
     for (int i = 0; i < params.device_count; i++) {
         devices_.emplace_back(params.capacity);
     }
 }
 
-sim_driver::~sim_driver() {
+sim_primitives::~sim_primitives() {
     // whatever the pools failed to give back is reported by outstanding(); the host pages go anyway
     for (device_state & d : devices_) {
         for (auto & a : d.allocs) {
@@ -67,7 +70,7 @@ sim_driver::~sim_driver() {
     }
 }
 
-status sim_driver::malloc(int device, size_t size, void ** ptr) {
+status sim_primitives::malloc(int device, size_t size, void ** ptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device) || size == 0) {
         return INVALID_ARGUMENT;
@@ -101,7 +104,7 @@ status sim_driver::malloc(int device, size_t size, void ** ptr) {
     });
 }
 
-status sim_driver::free(int device, void * ptr) {
+status sim_primitives::free(int device, void * ptr) {
     return with_device(device, [&](device_state & d) {
         auto it = d.allocs.find(ptr);
         if (it == d.allocs.end()) {
@@ -114,7 +117,7 @@ status sim_driver::free(int device, void * ptr) {
     });
 }
 
-status sim_driver::synchronize(int device) {
+status sim_primitives::synchronize(int device) {
     return with_device(device, [&](device_state & d) {
         // host work is already complete; the stream-ordered pool sees its frees and may release
         d.mempool->synchronize(d.arena);
@@ -122,7 +125,7 @@ status sim_driver::synchronize(int device) {
     });
 }
 
-sim_driver::device_state::stream_state * sim_driver::find_stream(int device, stream_t stream) {
+sim_primitives::device_state::stream_state * sim_primitives::find_stream(int device, stream_t stream) {
     if (!valid(device)) {
         return nullptr;
     }
@@ -130,7 +133,7 @@ sim_driver::device_state::stream_state * sim_driver::find_stream(int device, str
     return it == devices_[size_t(device)].streams.end() ? nullptr : &it->second;
 }
 
-status sim_driver::stream_create(int device, stream_t * stream) {
+status sim_primitives::stream_create(int device, stream_t * stream) {
     return with_device(device, [&](device_state & d) {
         return sim_host_memory([&] {
             stream_t s = reinterpret_cast<stream_t>(next_stream_++);
@@ -141,7 +144,7 @@ status sim_driver::stream_create(int device, stream_t * stream) {
     });
 }
 
-status sim_driver::stream_capturing(int device, stream_t stream, bool * capturing) {
+status sim_primitives::stream_capturing(int device, stream_t stream, bool * capturing) {
     std::lock_guard<std::mutex> lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
@@ -151,7 +154,7 @@ status sim_driver::stream_capturing(int device, stream_t stream, bool * capturin
     return OK;
 }
 
-status sim_driver::set_capturing(int device, stream_t stream, bool capturing) {
+status sim_primitives::set_capturing(int device, stream_t stream, bool capturing) {
     std::lock_guard<std::mutex> lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
@@ -161,7 +164,7 @@ status sim_driver::set_capturing(int device, stream_t stream, bool capturing) {
     return OK;
 }
 
-uint64_t sim_driver::stream_calls(int device, stream_t stream) const {
+uint64_t sim_primitives::stream_calls(int device, stream_t stream) const {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device)) {
         return 0;
@@ -170,7 +173,7 @@ uint64_t sim_driver::stream_calls(int device, stream_t stream) const {
     return it == devices_[size_t(device)].streams.end() ? 0 : it->second.calls;
 }
 
-status sim_driver::stream_destroy(int device, stream_t stream) {
+status sim_primitives::stream_destroy(int device, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid(device) || stream == nullptr || devices_[size_t(device)].streams.erase(stream) == 0) {
         return INVALID_ARGUMENT;
@@ -178,7 +181,7 @@ status sim_driver::stream_destroy(int device, stream_t stream) {
     return OK;
 }
 
-status sim_driver::stream_synchronize(int device, stream_t stream) {
+status sim_primitives::stream_synchronize(int device, stream_t stream) {
     std::lock_guard<std::mutex> lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
@@ -191,7 +194,7 @@ status sim_driver::stream_synchronize(int device, stream_t stream) {
     return OK;
 }
 
-size_t sim_driver::outstanding() const {
+size_t sim_primitives::outstanding() const {
     std::lock_guard<std::mutex> lock(mutex_);
     size_t n = 0;
     for (const device_state & d : devices_) {
@@ -201,7 +204,7 @@ size_t sim_driver::outstanding() const {
     return n;
 }
 
-size_t sim_driver::used(int device) const {
+size_t sim_primitives::used(int device) const {
     std::lock_guard<std::mutex> lock(mutex_);
     return valid(device) ? devices_[size_t(device)].arena.used() : 0;
 }

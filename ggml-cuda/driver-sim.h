@@ -1,4 +1,5 @@
 #pragma once
+// The sim driver is a driver (driver.h) over sim_primitives, declared here.
 // Host memory that behaves like a device: a capacity limit per device with first-fit placement
 // (sim-arena.h), 256-byte aligned allocations, reservable virtual ranges mapped at a granularity
 // (PROT_NONE until mapped, so a stray access faults), a stream-ordered pool per device
@@ -20,7 +21,7 @@
 
 namespace gcp {
 
-class sim_driver final : public primitives, public vmm_primitives, public mempool_primitives {
+class sim_primitives final : public device_primitives, public vmm_primitives, public mempool_primitives {
   public:
     static constexpr size_t ALIGNMENT = 256; // cudaMalloc's guaranteed alignment
 
@@ -28,8 +29,8 @@ class sim_driver final : public primitives, public vmm_primitives, public mempoo
     static ggml_cpool_sim_params defaults();
     static status                check(const ggml_cpool_sim_params & params);
 
-    explicit sim_driver(const ggml_cpool_sim_params & params);
-    ~sim_driver() override;
+    explicit sim_primitives(const ggml_cpool_sim_params & params);
+    ~sim_primitives() override;
 
     ggml_cpool_platform platform() const override { return params_.platform; }
     int                 device_count() const override { return params_.device_count; }

@@ -16,7 +16,7 @@ takes call_takes(call c) {
     return size_t(c) < CALL_KINDS ? CALL_TAKES[size_t(c)] : takes::NOTHING;
 }
 
-driver::driver(std::shared_ptr<primitives> device_driver) : prims_(std::move(device_driver)) {}
+driver::driver(std::shared_ptr<device_primitives> prims) : prims_(std::move(prims)) {}
 
 driver::driver(std::shared_ptr<driver> below) : prims_(below->prims_), below_(std::move(below)) {}
 

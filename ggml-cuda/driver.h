@@ -1,5 +1,5 @@
 #pragma once
-// The driver every pool calls: the front of a device driver's primitives (driver-primitives.h).
+// The driver every pool calls: the front of a device's primitives (driver-primitives.h).
 // It counts each call by kind, latches every failure until clear_error (as CUDA's last error
 // does), and lets a decorator, a driver over another driver, fail a call before it goes below;
 // a call a decorator lets through is counted below too. The fault driver is such a decorator.
@@ -29,7 +29,7 @@ takes call_takes(call c);
 
 class driver {
   public:
-    explicit driver(std::shared_ptr<primitives> device_driver);
+    explicit driver(std::shared_ptr<device_primitives> prims);
     virtual ~driver() = default;
 
     driver(const driver &)             = delete;
@@ -39,13 +39,13 @@ class driver {
     int                 device_count() const { return prims_->device_count(); }
 
     status malloc(int device, size_t size, void ** ptr) {
-        return run(call::MALLOC, device, size, [&](primitives & p) { return p.malloc(device, size, ptr); });
+        return run(call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); });
     }
     status free(int device, void * ptr) {
-        return run(call::FREE, device, 0, [&](primitives & p) { return p.free(device, ptr); });
+        return run(call::FREE, device, 0, [&](device_primitives & p) { return p.free(device, ptr); });
     }
     status synchronize(int device) {
-        return run(call::SYNCHRONIZE, device, 0, [&](primitives & p) { return p.synchronize(device); });
+        return run(call::SYNCHRONIZE, device, 0, [&](device_primitives & p) { return p.synchronize(device); });
     }
     // forget a latched error, so that it is not reported against an unrelated later call
     void clear_error();
@@ -82,13 +82,14 @@ class driver {
     }
 
     status stream_create(int device, stream_t * stream) {
-        return run(call::STREAM, device, 0, [&](primitives & p) { return p.stream_create(device, stream); });
+        return run(call::STREAM, device, 0, [&](device_primitives & p) { return p.stream_create(device, stream); });
     }
     status stream_destroy(int device, stream_t stream) {
-        return run(call::STREAM, device, 0, [&](primitives & p) { return p.stream_destroy(device, stream); });
+        return run(call::STREAM, device, 0, [&](device_primitives & p) { return p.stream_destroy(device, stream); });
     }
     status stream_synchronize(int device, stream_t stream) {
-        return run(call::STREAM_SYNC, device, 0, [&](primitives & p) { return p.stream_synchronize(device, stream); });
+        return run(call::STREAM_SYNC, device, 0,
+                   [&](device_primitives & p) { return p.stream_synchronize(device, stream); });
     }
     // a query: neither counted nor failed by a decorator
     status stream_capturing(int device, stream_t stream, bool * capturing) {
@@ -150,19 +151,19 @@ class driver {
     }
     // a call of an optional capability: UNSUPPORTED where the device has none
     template <typename F> status run_vmm(call c, int device, size_t size, F && op) {
-        return run(c, device, size, [&](primitives & p) {
+        return run(c, device, size, [&](device_primitives & p) {
             vmm_primitives * v = p.vmm(device);
             return v ? op(*v) : UNSUPPORTED;
         });
     }
     template <typename F> status run_mempool(call c, int device, size_t size, F && op) {
-        return run(c, device, size, [&](primitives & p) {
+        return run(c, device, size, [&](device_primitives & p) {
             mempool_primitives * m = p.mempool(device);
             return m ? op(*m) : UNSUPPORTED;
         });
     }
 
-    std::shared_ptr<primitives>                   prims_; // the device driver at the bottom
+    std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom
     std::shared_ptr<driver>                       below_; // a decorator's next driver
     std::array<std::atomic<uint64_t>, CALL_KINDS> calls_{};
     std::atomic<bool>                             latched_{ false };

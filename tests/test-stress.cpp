@@ -32,7 +32,8 @@ size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 class model {
   public:
     virtual ~model() = default;
-    // the size the pool must return; *expect_offset is set when the model knows the address
+    // the size the pool must return for a request it served at ptr (the VMM model also sets
+    // expect_ptr, the address the pool must have returned)
     virtual size_t alloc(size_t size, bool overallocate, uintptr_t ptr) = 0;
     virtual void   free(uintptr_t ptr, size_t actual)                   = 0;
     virtual void   trim()                                               = 0;

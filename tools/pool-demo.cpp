@@ -95,75 +95,85 @@ int usage(const char * argv0) {
     return 2;
 }
 
-} // namespace
-
-int main(int argc, char ** argv) {
-    model       m;
-    std::string driver_name;
-    std::string kinds = "legacy,plain,vmm";
+// what the command line asks for
+struct arguments {
+    model             m;
+    std::string       driver_name;
+    std::string       kinds = "legacy,plain,vmm";
     std::vector<bool> modes = { true, false }; // K/V conversions with and without OVERALLOCATE
+};
+
+// false when the command line is malformed
+bool parse_arguments(int argc, char ** argv, arguments * a) {
+    model & m = a->m;
     for (int i = 1; i < argc; i++) {
-        std::string a    = argv[i];
+        std::string  arg = argv[i];
         const char * val = i + 1 < argc ? argv[i + 1] : nullptr;
         if (val == nullptr) {
-            return usage(argv[0]);
+            return false;
         }
         i++;
-        if (a == "--driver") {
-            driver_name = val;
-        } else if (a == "--kinds") {
-            kinds = val;
-        } else if (a == "--layers") {
+        if (arg == "--driver") {
+            a->driver_name = val;
+        } else if (arg == "--kinds") {
+            a->kinds = val;
+        } else if (arg == "--layers") {
             m.layers = atoi(val);
-        } else if (a == "--embd") {
+        } else if (arg == "--embd") {
             m.embd = size_t(atol(val));
-        } else if (a == "--ff") {
+        } else if (arg == "--ff") {
             m.ff = size_t(atol(val));
-        } else if (a == "--prompt") {
+        } else if (arg == "--prompt") {
             m.prompt = atoi(val);
-        } else if (a == "--tokens") {
+        } else if (arg == "--tokens") {
             m.tokens = atoi(val);
-        } else if (a == "--overallocate") {
-            modes = atoi(val) != 0 ? std::vector<bool>{ true } : std::vector<bool>{ false };
-        } else if (a == "--capacity") {
+        } else if (arg == "--overallocate") {
+            a->modes = atoi(val) != 0 ? std::vector<bool>{ true } : std::vector<bool>{ false };
+        } else if (arg == "--capacity") {
             m.capacity = size_t(atol(val)) * MiB;
         } else {
-            return usage(argv[0]);
+            return false;
         }
     }
-    if (m.layers < 1 || m.embd < KV_HEAD_RATIO || m.ff < 1 || m.prompt < 1 || m.tokens < 0 || m.capacity == 0) {
-        return usage(argv[0]);
-    }
+    return m.layers >= 1 && m.embd >= KV_HEAD_RATIO && m.ff >= 1 && m.prompt >= 1 && m.tokens >= 0 && m.capacity > 0;
+}
 
-    // the real device when there is one (or when asked), else the sim driver
-    ggml_cpool_driver_t drv = nullptr;
+// the real device when there is one (or when asked), else the sim driver with `capacity` bytes;
+// nullptr when the one asked for is unavailable
+ggml_cpool_driver_t open_driver(const std::string & name, size_t capacity) {
+    ggml_cpool_driver_t   drv = nullptr;
     ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
-    sim.capacity              = m.capacity;
-    if (driver_name != "sim") {
+    sim.capacity              = capacity;
+    if (name != "sim") {
         if (ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &drv) != GGML_CPOOL_STATUS_OK) {
-            if (driver_name == "cuda") {
+            if (name == "cuda") {
                 fprintf(stderr, "pool-demo: the cuda driver is unavailable\n");
-                return 1;
+                return nullptr;
             }
             printf("no CUDA device: running on the sim driver (%.0f MiB of host memory acting as a device)\n",
-                   double(m.capacity) / MiB);
+                   double(capacity) / MiB);
         }
     }
     if (drv == nullptr && ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv) != GGML_CPOOL_STATUS_OK) {
-        return 1;
+        return nullptr;
     }
-    if (!contexts_available(drv)) {
-        ggml_cpool_driver_release(drv);
-        return 1;
-    }
+    return drv;
+}
+
+void print_header(const model & m) {
     printf("model: %d layers, n_embd %zu, n_ff %zu; prompt %d tokens in chunks of %d, then %d decode steps\n\n",
            m.layers, m.embd, m.ff, m.prompt, UBATCH, m.tokens);
     printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "pool", "allocs", "hits", "drv-alloc", "drv-free",
            "peak-live", "peak-resv", "lru", "flushes", "gen", "errors");
     printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "", "", "", "", "", "MiB", "MiB", "reclaims", "", "", "");
+}
 
-    int  status = 0;
-    size_t start = 0;
+// a session, and its row, for each kind named and each mode; the exit status: 2 when a kind is
+// unknown, 1 when a session failed
+int run_kinds(ggml_cpool_driver_t drv, const arguments & a) {
+    const std::string & kinds  = a.kinds;
+    int                 status = 0;
+    size_t              start  = 0;
     while (start < kinds.size()) {
         size_t          end  = kinds.find(',', start);
         std::string     name = kinds.substr(start, end == std::string::npos ? std::string::npos : end - start);
@@ -174,11 +184,31 @@ int main(int argc, char ** argv) {
             status = 2;
             continue;
         }
-        for (bool overallocate : modes) {
-            status = run(drv, m, kind, overallocate) ? status : 1;
+        for (bool overallocate : a.modes) {
+            status = run(drv, a.m, kind, overallocate) ? status : 1;
         }
     }
-    size_t left = ggml_cpool_driver_outstanding(drv);
+    return status;
+}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    arguments a;
+    if (!parse_arguments(argc, argv, &a)) {
+        return usage(argv[0]);
+    }
+    ggml_cpool_driver_t drv = open_driver(a.driver_name, a.m.capacity);
+    if (drv == nullptr) {
+        return 1;
+    }
+    if (!contexts_available(drv)) {
+        ggml_cpool_driver_release(drv);
+        return 1;
+    }
+    print_header(a.m);
+    const int status = run_kinds(drv, a);
+    size_t    left   = ggml_cpool_driver_outstanding(drv);
     printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
     ggml_cpool_driver_release(drv);
     return left == 0 ? status : 1;

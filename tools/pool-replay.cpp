@@ -118,66 +118,74 @@ void print_row(const replay::result & r) {
            (unsigned long long) r.oom, count(r.lru_reclaims).c_str(), count(r.flushes).c_str(), modelled);
 }
 
-} // namespace
-
-int main(int argc, char ** argv) {
-    std::string path, perfetto, configs;
-    double      capacity_mib = 0, fraction = DEFAULT_FRACTION;
-    size_t      samples      = DEFAULT_SAMPLES;
+// what the command line asks for
+struct arguments {
+    std::string     path, perfetto, configs;
+    double          capacity_mib = 0, fraction = DEFAULT_FRACTION;
+    size_t          samples      = DEFAULT_SAMPLES;
+    bool            verbose      = false;
     replay::options o;
-    log_lines       lines;
+};
+
+constexpr int GO_ON = -1; // parse_arguments: the command line asks for a replay
+
+// the command line into *a: GO_ON, or the exit status when there is nothing to replay (--list,
+// or a malformed command line, answered with the usage)
+int parse_arguments(int argc, char ** argv, arguments * a) {
     for (int i = 1; i < argc; i++) {
-        std::string a   = argv[i];
+        std::string  arg = argv[i];
         const char * val = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (a == "--list") {
+        if (arg == "--list") {
             list_configs();
             return 0;
         }
-        if (a == "--verbose") {
-            lines.verbose = true;
+        if (arg == "--verbose") {
+            a->verbose = true;
             continue;
         }
-        if (a.rfind("--", 0) != 0) {
-            if (!path.empty()) {
+        if (arg.rfind("--", 0) != 0) {
+            if (!a->path.empty()) {
                 return usage(argv[0]);
             }
-            path = a;
+            a->path = arg;
             continue;
         }
         if (val == nullptr) {
             return usage(argv[0]);
         }
         i++;
-        if (a == "--configs") {
-            configs = val;
-        } else if (a == "--capacity") {
-            capacity_mib = 0;
-            if (!parse_capacity(val, &capacity_mib, &fraction)) {
+        if (arg == "--configs") {
+            a->configs = val;
+        } else if (arg == "--capacity") {
+            a->capacity_mib = 0;
+            if (!parse_capacity(val, &a->capacity_mib, &a->fraction)) {
                 fprintf(stderr, "pool-replay: --capacity %s is neither MiB nor a fraction\n", val);
                 return 2;
             }
-        } else if (a == "--faults") {
-            o.faults = val;
-        } else if (a == "--perfetto") {
-            perfetto = val;
-        } else if (a == "--samples") {
-            samples = size_t(atol(val));
+        } else if (arg == "--faults") {
+            a->o.faults = val;
+        } else if (arg == "--perfetto") {
+            a->perfetto = val;
+        } else if (arg == "--samples") {
+            a->samples = size_t(atol(val));
         } else {
             return usage(argv[0]);
         }
     }
-    if (path.empty()) {
-        return usage(argv[0]);
-    }
+    return a->path.empty() ? usage(argv[0]) : GO_ON;
+}
 
-    std::vector<const replay::config *> chosen = replay::default_configs();
+// the configurations --configs names ("all", or NAME,...; none: the default ones); false, with
+// the list of them, when a name is unknown
+bool choose_configs(const std::string & configs, std::vector<const replay::config *> * chosen) {
+    *chosen = replay::default_configs();
     if (configs == "all") {
-        chosen.clear();
+        chosen->clear();
         for (const replay::config & c : replay::configurations()) {
-            chosen.push_back(&c);
+            chosen->push_back(&c);
         }
     } else if (!configs.empty()) {
-        chosen.clear();
+        chosen->clear();
         for (size_t start = 0; start <= configs.size();) {
             size_t      end  = configs.find(',', start);
             std::string name = configs.substr(start, end == std::string::npos ? std::string::npos : end - start);
@@ -186,31 +194,25 @@ int main(int argc, char ** argv) {
             if (c == nullptr) {
                 fprintf(stderr, "pool-replay: unknown configuration '%s'; these exist:\n", name.c_str());
                 list_configs();
-                return 2;
+                return false;
             }
-            chosen.push_back(c);
+            chosen->push_back(c);
         }
     }
+    return true;
+}
 
-    if (!o.faults.empty() && !faults_well_formed(o.faults)) {
-        fprintf(stderr, "pool-replay: --faults %s is not a fault spec (README: Fault injection)\n", o.faults.c_str());
-        return 2;
-    }
-    replay::trace t;
-    std::string   error;
-    if (!replay::read_trace(path, &t, &error)) {
-        fprintf(stderr, "pool-replay: %s\n", error.c_str());
-        return 1;
-    }
-    o.capacity = capacity_mib > 0 ? size_t(capacity_mib * MIB) : replay::capacity_for_fraction(t, fraction);
-    o.samples  = perfetto.empty() ? 0 : samples;
+void print_trace(const std::string & path, const replay::trace & t, const replay::options & o) {
     printf("trace %s: %zu contexts, %zu pools, %zu calls over %.1f ms; peak requested %.1f MiB\n", path.c_str(),
            t.contexts, t.pools, t.records.size(), double(t.duration_ns) / 1e6, double(t.peak_requested) / MIB);
     printf("sim driver: %.1f MiB per device (the peak requested is %.1f%% of it), %d device%s\n\n",
            double(o.capacity) / MIB, o.capacity ? PERCENT * double(t.peak_requested) / double(o.capacity) : 0.0,
            std::max(1, t.devices), t.devices > 1 ? "s" : "");
+}
 
-    ggml_cpool_log_set(on_log_line, &lines);
+// every chosen configuration played, its row printed as soon as it is known
+std::vector<replay::result> play_all(const replay::trace & t, const std::vector<const replay::config *> & chosen,
+                                     const replay::options & o) {
     std::vector<replay::result> results;
     print_header();
     for (const replay::config * c : chosen) {
@@ -218,6 +220,11 @@ int main(int argc, char ** argv) {
         print_row(results.back());
         fflush(stdout);
     }
+    return results;
+}
+
+// what the table's columns mean, and what some rows need said besides
+void print_notes(const std::vector<replay::result> & results, const log_lines & lines) {
     printf("\nstranded peak: peak reserved - peak live; stranded mean: reserved - live averaged over the trace's time;\n"
            "driver ms: modelled from the H200 cost table (DESIGN.md), each driver allocation charged with its release\n");
     for (const replay::result & r : results) {
@@ -235,12 +242,52 @@ int main(int argc, char ** argv) {
     if (lines.count > 0 && !lines.verbose) {
         printf("the pools logged %zu lines (--verbose shows them)\n", lines.count);
     }
-    if (!perfetto.empty()) {
-        if (!replay::write_perfetto(perfetto, results, &error)) {
-            fprintf(stderr, "pool-replay: %s\n", error.c_str());
-            return 1;
-        }
-        printf("wrote %s (open it in ui.perfetto.dev)\n", perfetto.c_str());
+}
+
+// --perfetto's file, when one was asked for; the exit status
+int write_timeline(const std::string & path, const std::vector<replay::result> & results) {
+    if (path.empty()) {
+        return 0;
     }
+    std::string error;
+    if (!replay::write_perfetto(path, results, &error)) {
+        fprintf(stderr, "pool-replay: %s\n", error.c_str());
+        return 1;
+    }
+    printf("wrote %s (open it in ui.perfetto.dev)\n", path.c_str());
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    arguments a;
+    const int parsed = parse_arguments(argc, argv, &a);
+    if (parsed != GO_ON) {
+        return parsed;
+    }
+    std::vector<const replay::config *> chosen;
+    if (!choose_configs(a.configs, &chosen)) {
+        return 2;
+    }
+    if (!a.o.faults.empty() && !faults_well_formed(a.o.faults)) {
+        fprintf(stderr, "pool-replay: --faults %s is not a fault spec (README: Fault injection)\n", a.o.faults.c_str());
+        return 2;
+    }
+    replay::trace t;
+    std::string   error;
+    if (!replay::read_trace(a.path, &t, &error)) {
+        fprintf(stderr, "pool-replay: %s\n", error.c_str());
+        return 1;
+    }
+    a.o.capacity = a.capacity_mib > 0 ? size_t(a.capacity_mib * MIB) : replay::capacity_for_fraction(t, a.fraction);
+    a.o.samples  = a.perfetto.empty() ? 0 : a.samples;
+    print_trace(a.path, t, a.o);
+
+    log_lines lines;
+    lines.verbose = a.verbose;
+    ggml_cpool_log_set(on_log_line, &lines);
+    const std::vector<replay::result> results = play_all(t, chosen, a.o);
+    print_notes(results, lines);
+    return write_timeline(a.perfetto, results);
 }

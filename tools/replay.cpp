@@ -3,6 +3,7 @@
 #include "cost-model.h"
 #include "ggml-cuda-pool-testing.h"
 #include "ledger.h"
+#include "recorded.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,86 +13,6 @@
 namespace replay {
 
 namespace {
-
-constexpr uint32_t OVERALLOCATE = GGML_CPOOL_ALLOC_OVERALLOCATE;
-
-// the rule the pools had before the headroom: every cached buffer is kept
-void keep_every_buffer(ggml_cpool_ctx_params * p) {
-    p->headroom_pct = GGML_CPOOL_HEADROOM_UNLIMITED;
-}
-
-const std::vector<config> CONFIGS = {
-    { "recorded", GGML_CPOOL_KIND_AUTO, 0, nullptr, "the trace's own numbers, as the traced run saw them" },
-    { "legacy", GGML_CPOOL_KIND_LEGACY, 0, nullptr, "legacy pool, requests as traced" },
-    { "plain", GGML_CPOOL_KIND_PLAIN, 0, nullptr, "plain pool (flush instead of LRU reclaim), requests as traced" },
-    { "vmm", GGML_CPOOL_KIND_VMM, 0, nullptr, "VMM pool, requests as traced" },
-    { "async", GGML_CPOOL_KIND_ASYNC, 0, nullptr, "stream-ordered pool kept warm, requests as traced" },
-    { "legacy-1x", GGML_CPOOL_KIND_LEGACY, OVERALLOCATE, nullptr, "legacy pool without OVERALLOCATE (ggml's rule)" },
-    { "plain-1x", GGML_CPOOL_KIND_PLAIN, OVERALLOCATE, nullptr, "plain pool without OVERALLOCATE" },
-    { "vmm-1x", GGML_CPOOL_KIND_VMM, OVERALLOCATE, nullptr, "VMM pool without OVERALLOCATE (ggml's rule)" },
-    { "legacy-keep", GGML_CPOOL_KIND_LEGACY, 0, keep_every_buffer, "legacy pool without the headroom rule" },
-    { "legacy-1x-keep", GGML_CPOOL_KIND_LEGACY, OVERALLOCATE, keep_every_buffer,
-      "legacy pool without the headroom rule or OVERALLOCATE (ggml's pool)" },
-    { "async-keep", GGML_CPOOL_KIND_ASYNC, 0, keep_every_buffer, "stream-ordered pool without the headroom rule" },
-};
-
-bool is_pool_call(op o) {
-    return o == op::alloc || o == op::free || o == op::trim;
-}
-
-// the trace's own numbers: live from the sizes of what was allocated and freed, reserved as each
-// pool reported it after each call
-result recorded(const trace & t, const options & o) {
-    result r;
-    ledger books(t, o);
-    std::map<pool_key, std::unordered_map<uint64_t, uint64_t>> live_bufs;
-    std::map<pool_key, std::pair<uint64_t, uint64_t>>         state; // live, reserved
-    for (const record & rec : t.records) {
-        r.driver_calls += rec.drv;
-        if (rec.o == op::ctx_free) { // its pools' memory goes back with it
-            for (auto & s : state) {
-                if (s.first.ctx == rec.ctx) {
-                    s.second = { 0, 0 };
-                    books.set(s.first, rec.t + rec.ns, 0, 0);
-                }
-            }
-        }
-        if (!is_pool_call(rec.o) && rec.o != op::get_pool) {
-            continue;
-        }
-        const pool_key k{ rec.ctx, rec.dev, rec.slot };
-        auto &         s = state[k];
-        if (is_pool_call(rec.o)) {
-            r.calls++;
-            r.call_ns += rec.ns;
-        }
-        if (rec.o == op::alloc && rec.st == GGML_CPOOL_STATUS_OK) {
-            r.allocs++;
-            r.hits += rec.drv == 0;
-            live_bufs[k][rec.ptr] = rec.actual;
-            s.first += rec.actual;
-        } else if (rec.o == op::alloc && rec.st == GGML_CPOOL_STATUS_OUT_OF_MEMORY) {
-            r.oom++;
-            books.mark(rec.t, k, "OUT_OF_MEMORY", rec.size);
-        } else if (rec.o == op::free && rec.st == GGML_CPOOL_STATUS_OK) {
-            auto & bufs = live_bufs[k];
-            auto   it   = bufs.find(rec.ptr);
-            if (it == bufs.end()) {
-                r.unmatched_frees++;
-            } else {
-                s.first -= it->second;
-                bufs.erase(it);
-            }
-        }
-        if (rec.reserved != NONE) {
-            s.second = rec.reserved;
-        }
-        books.set(k, rec.t + rec.ns, s.first, s.second);
-    }
-    r.driver_allocs = r.driver_frees = r.lru_reclaims = r.flushes = NONE; // a trace does not say
-    books.finish(t.duration_ns, &r);
-    return r;
-}
 
 // a replay of the trace against one configuration
 class player {
@@ -405,27 +326,6 @@ class player {
 };
 
 } // namespace
-
-const std::vector<config> & configurations() {
-    return CONFIGS;
-}
-
-const config * find_config(const std::string & name) {
-    for (const config & c : CONFIGS) {
-        if (name == c.name) {
-            return &c;
-        }
-    }
-    return nullptr;
-}
-
-std::vector<const config *> default_configs() {
-    std::vector<const config *> out;
-    for (const char * name : { "recorded", "legacy", "plain", "vmm", "async" }) {
-        out.push_back(find_config(name));
-    }
-    return out;
-}
 
 result play(const trace & t, const config & c, const options & o) {
     if (c.kind == GGML_CPOOL_KIND_AUTO) {

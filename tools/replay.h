@@ -2,7 +2,8 @@
 // Plays a trace (trace-read.h) against a pool configuration on the sim driver, keeping the
 // trace's contexts, devices and slots apart (one replay context per traced context and slot),
 // and measures what the memory did: driver allocations and frees, peaks, stranded bytes,
-// out-of-memory events, reclaims, flushes and modelled driver time (cost-model.h).
+// out-of-memory events, reclaims, flushes and modelled driver time (cost-model.h). The
+// configurations are one table (configs.cpp); the recorded row replays nothing (recorded.h).
 //
 // Stranded bytes are reserved bytes no live buffer uses: reported as the peak reserved minus the
 // peak live, and as the mean over the trace's time of (reserved - live).

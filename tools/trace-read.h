@@ -35,6 +35,11 @@ struct record {
     uint64_t          ns;       // time inside the call
 };
 
+// a call into a pool (the calls a result counts), not into a context
+inline bool is_pool_call(op o) {
+    return o == op::alloc || o == op::free || o == op::trim;
+}
+
 // where a pool of the trace lives: its context, device and consumer-stream slot
 struct pool_key {
     uint64_t ctx;
