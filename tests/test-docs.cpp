@@ -1,6 +1,7 @@
-// What README and the sources promise that no other test reaches, read from the files
-// themselves: the calls README says a one-shot fault fires on are the ones it fires on, and no
-// log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the line is made).
+// What the docs and the sources promise that no other test reaches, read from the files
+// themselves: the calls docs/fault-injection.md says a one-shot fault fires on are the ones it
+// fires on, and no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
+// line is made).
 
 #include "harness.h"
 
@@ -28,10 +29,10 @@ const std::pair<ggml_cpool_call, const char *> ALLOCATING_CALLS[] = {
     { GGML_CPOOL_CALL_MALLOC_ASYNC, "malloc_async" },
 };
 
-TEST(Docs, AOneShotFaultFiresOnTheCallsReadmeNames) {
+TEST(Docs, AOneShotFaultFiresOnTheCallsTheDocsName) {
     std::smatch row;
-    std::string readme = read(std::filesystem::path(GCP_SOURCE_DIR) / "README.md");
-    ASSERT_TRUE(std::regex_search(readme, row, std::regex("\\| `oneshot=<size>` \\|([^\n]*)")));
+    std::string doc = read(std::filesystem::path(GCP_SOURCE_DIR) / "docs" / "fault-injection.md");
+    ASSERT_TRUE(std::regex_search(doc, row, std::regex("\\| `oneshot=<size>` \\|([^\n]*)")));
     std::set<std::string> named;
     std::string           cells = row[1];
     const std::regex      call_name("`([a-z_]+)`");
@@ -68,7 +69,7 @@ TEST(Docs, AOneShotFaultFiresOnTheCallsReadmeNames) {
         ggml_cpool_ctx_free(ctx);
         ggml_cpool_driver_release(fault);
     }
-    EXPECT_EQ(named, fired) << "README's oneshot row: " << row[0];
+    EXPECT_EQ(named, fired) << "docs/fault-injection.md's oneshot row: " << row[0];
 }
 
 TEST(Sources, LogLinesTakeThePlatformFromTheDriver) {
