@@ -5,7 +5,8 @@
 # ggml's legacy pool before that reservation, whose cache keeps every size it passed through).
 #   longctx         each of LONGCTX_CONFIGS unconstrained on each of LONGCTX_WORKLOADS:
 #                     short    llama-completion, a prompt of about 500 tokens and 64 generated
-#                              into a 32k context: what a start-up reservation holds for nothing
+#                              into a 32k context: what a start-up reservation holds for nothing;
+#                              also every module kind as it runs by default (LONGCTX_SHORT_CONFIGS)
 #                     prefill  llama-bench -p LONGCTX_PREFILL (32768) -n 0 -ub 512: one prompt
 #                              into a context of its length, the conversions growing ubatch by ubatch
 #                     longgen  llama-completion, a prompt of about 4000 tokens, then
@@ -19,6 +20,7 @@
 # Model PRESSURE_MODEL (8b-q8_0), KV q8_0, flash attention, graphs on, every kernel loaded at the
 # start unless PRESSURE_MODULE_LOADING says otherwise.
 LONGCTX_CONFIGS=${LONGCTX_CONFIGS:-ggml-legacy ggml-legacy:kvpool legacy:kvpool plain:kvpool legacy:kvpool1x ggml vmm:kvpool async:kvpool}
+LONGCTX_SHORT_CONFIGS=${LONGCTX_SHORT_CONFIGS:-$LONGCTX_CONFIGS legacy plain vmm async}
 LONGCTX_PROMPT_REPEAT=${LONGCTX_PROMPT_REPEAT:-380} # copies of $PROMPT: about 4000 tokens
 LONGCTX_SHORT_REPEAT=${LONGCTX_SHORT_REPEAT:-48}    # about 500 tokens
 
@@ -47,7 +49,9 @@ step_longctx() {
     longctx_prompts
     export PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER}
     for w in ${LONGCTX_WORKLOADS:-short prefill longgen}; do
-        for c in $LONGCTX_CONFIGS; do
+        local configs=$LONGCTX_CONFIGS
+        [ "$w" = short ] && configs=$LONGCTX_SHORT_CONFIGS
+        for c in $configs; do
             local tag="longctx-$w-$(tag_of "$c")"
             [ -s "$RESULTS/$tag.log" ] && continue
             past_deadline "$tag" && return 0
