@@ -51,7 +51,7 @@ status env_timing(bool * on) {
 }
 
 status env_pool_kind(ggml_cpool_kind * kind) {
-    return env_read(option::pool_kind, kind, kind_from_name, "a pool kind", KIND_CHOICES);
+    return env_read(option::pool_kind, kind, kind_from_name, "a pool kind", kind_choices());
 }
 
 } // namespace gcp
