@@ -26,7 +26,7 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
                        std::unique_ptr<backend> * out) {
     for (const ggml_cpool_kind & kind : params.kind) {
         int k = raw_enum(kind);
-        if (k < GGML_CPOOL_KIND_AUTO || k > GGML_CPOOL_KIND_ASYNC) {
+        if (k < GGML_CPOOL_KIND_AUTO || k >= GGML_CPOOL_KIND_COUNT) {
             GCP_LOG_ERROR("context: unknown pool kind %d", k);
             return INVALID_ARGUMENT;
         }

@@ -340,4 +340,11 @@ const char * ggml_cpool_kind_str(ggml_cpool_kind kind) {
     return gcp::kind_name(kind);
 }
 
+ggml_cpool_status ggml_cpool_kind_from_str(const char * name, ggml_cpool_kind * kind) {
+    if (name == nullptr || kind == nullptr) {
+        return null_arg(__func__, name ? "kind" : "name");
+    }
+    return gcp::kind_from_name(name, kind) ? GGML_CPOOL_STATUS_OK : GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+}
+
 } // extern "C"

@@ -39,16 +39,16 @@ driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec) 
 }
 
 status apply_env_faults(driver_ref * ref) {
-    const char * text = option_text(option::fault);
+    const char * text = option_text(GGML_CPOOL_OPTION_FAULT);
     if (text == nullptr || *text == '\0') {
         return OK;
     }
     fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, option_name(option::fault), "no context created");
+    status     st = parse_fault_spec(text, &spec, option_name(GGML_CPOOL_OPTION_FAULT), "no context created");
     if (st != OK) {
         return st;
     }
-    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(option::fault), text);
+    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(GGML_CPOOL_OPTION_FAULT), text);
     *ref = make_fault_driver(*ref, spec);
     return OK;
 }

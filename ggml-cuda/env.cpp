@@ -43,15 +43,15 @@ status env_read(option o, T * out, P && parse, const char * what, const char * c
 } // namespace
 
 status env_no_vmm(bool * no_vmm) {
-    return env_read(option::no_vmm, no_vmm, parse_bool, "a boolean", "1 or 0");
+    return env_read(GGML_CPOOL_OPTION_NO_VMM, no_vmm, parse_bool, "a boolean", "1 or 0");
 }
 
 status env_timing(bool * on) {
-    return env_read(option::timing, on, parse_bool, "a boolean", "1 or 0");
+    return env_read(GGML_CPOOL_OPTION_TIMING, on, parse_bool, "a boolean", "1 or 0");
 }
 
 status env_pool_kind(ggml_cpool_kind * kind) {
-    return env_read(option::pool_kind, kind, kind_from_name, "a pool kind", KIND_CHOICES);
+    return env_read(GGML_CPOOL_OPTION_POOL, kind, kind_from_name, "a pool kind", kind_choices());
 }
 
 } // namespace gcp

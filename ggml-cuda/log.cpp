@@ -99,7 +99,7 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
 }
 
 ggml_cpool_log_level log_threshold() {
-    const char *         v     = option_text(option::log_level);
+    const char *         v     = option_text(GGML_CPOOL_OPTION_LOG);
     ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
     if (v == nullptr || log_level_from_name(v, &level)) {
         return level;
@@ -108,7 +108,7 @@ ggml_cpool_log_level log_threshold() {
     static std::atomic<bool> warned{ false };
     if (!warned.exchange(true)) {
         fprintf(stderr, "%s=%s is not a log level (use debug, info, warn or error); using warn\n",
-                option_name(option::log_level), v);
+                option_name(GGML_CPOOL_OPTION_LOG), v);
     }
     return GGML_CPOOL_LOG_WARN;
 }

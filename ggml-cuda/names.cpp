@@ -12,6 +12,9 @@ namespace {
 constexpr const char * STATUS_NAMES[] = { "OK", "OUT_OF_MEMORY", "INVALID_ARGUMENT", "DRIVER_ERROR", "UNSUPPORTED" };
 constexpr const char * KIND_NAMES[]   = { "auto", "vmm", "legacy", "plain", "async" };
 constexpr const char * LEVEL_NAMES[]  = { "debug", "info", "warn", "error" };
+static_assert(sizeof(KIND_NAMES) / sizeof(KIND_NAMES[0]) == GGML_CPOOL_KIND_COUNT, "one name per kind");
+// room for every kind name and its separator in kind_choices()
+constexpr size_t KIND_CHOICES_BYTES = 64;
 constexpr const char * CALL_NAMES[]   = {
 #define GCP_CALL(name, spec, takes) spec,
     GGML_CPOOL_CALLS(GCP_CALL)
@@ -49,6 +52,22 @@ bool kind_from_name(const char * text, ggml_cpool_kind * kind) {
         *kind = ggml_cpool_kind(i);
     }
     return i >= 0;
+}
+
+const char * kind_choices() {
+    struct text {
+        char chars[KIND_CHOICES_BYTES] = "";
+    };
+    static const text choices = [] { // no allocation: this answers a malformed GGML_CUDA_POOL
+        text   t;
+        size_t at = 0;
+        for (size_t i = 0; i < size_t(GGML_CPOOL_KIND_COUNT) && at < sizeof(t.chars); i++) {
+            const char * separator = i == 0 ? "" : i + 1 == size_t(GGML_CPOOL_KIND_COUNT) ? " or " : ", ";
+            at += size_t(snprintf(t.chars + at, sizeof(t.chars) - at, "%s%s", separator, KIND_NAMES[i]));
+        }
+        return t;
+    }();
+    return choices.chars;
 }
 
 const char * platform_name(ggml_cpool_platform platform) {

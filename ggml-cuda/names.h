@@ -14,8 +14,8 @@ const char * status_name(ggml_cpool_status st);
 const char * kind_name(ggml_cpool_kind kind);
 // the kind a name says (any case); false for no kind
 bool         kind_from_name(const char * text, ggml_cpool_kind * kind);
-// the kind names, for a line that asks for one
-constexpr const char * KIND_CHOICES = "auto, vmm, legacy, plain or async";
+// the kind names, for a line that asks for one: "auto, vmm, legacy, plain or async"
+const char * kind_choices();
 // "CUDA" or "HIP"
 const char * platform_name(ggml_cpool_platform platform);
 // the fault-spec name of a driver call (GGML_CPOOL_CALLS); "any" past the table

@@ -302,17 +302,17 @@ status init_from_env() {
         bool    timing = false;
         r.st           = env_timing(&timing);
         if (r.st != OK) {
-            r.what = std::string(option_name(option::timing)) + "=" + option_text(option::timing);
+            r.what = std::string(option_name(GGML_CPOOL_OPTION_TIMING)) + "=" + option_text(GGML_CPOOL_OPTION_TIMING);
             return r;
         }
         if (timing) {
             set_timing(true);
         }
-        const char * path = option_text(option::trace);
+        const char * path = option_text(GGML_CPOOL_OPTION_TRACE);
         if (path != nullptr && *path != '\0' && !recording()) {
-            r.st = tracer::instance().start(path, option_name(option::trace));
+            r.st = tracer::instance().start(path, option_name(GGML_CPOOL_OPTION_TRACE));
             if (r.st != OK) {
-                r.what = std::string(option_name(option::trace)) + "=" + path;
+                r.what = std::string(option_name(GGML_CPOOL_OPTION_TRACE)) + "=" + path;
             }
         }
         return r;

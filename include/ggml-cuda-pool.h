@@ -56,6 +56,7 @@ enum ggml_cpool_kind {
     GGML_CPOOL_KIND_LEGACY = 2, // cached whole buffers, best fit, LRU reclaim on out-of-memory
     GGML_CPOOL_KIND_PLAIN  = 3, // cached whole buffers, flush everything and retry once on out-of-memory
     GGML_CPOOL_KIND_ASYNC  = 4, // the driver's stream-ordered pool, kept warm (CUDA only)
+    GGML_CPOOL_KIND_COUNT,      // the number of kinds, not a kind
 };
 
 enum ggml_cpool_driver_kind {
@@ -181,6 +182,10 @@ GGML_CPOOL_API enum ggml_cpool_log_level    ggml_cpool_log_threshold(void);
 GGML_CPOOL_API const char *                 ggml_cpool_last_error(void);
 GGML_CPOOL_API const char *                 ggml_cpool_status_str(enum ggml_cpool_status status);
 GGML_CPOOL_API const char *                 ggml_cpool_kind_str  (enum ggml_cpool_kind kind);
+// the kind a name says, in any case: the names ggml_cpool_kind_str gives, which GGML_CUDA_POOL
+// takes. Any other name: INVALID_ARGUMENT and *kind untouched, with no log line (the caller names
+// what it was reading); a NULL argument: INVALID_ARGUMENT and a line
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_kind_from_str(const char * name, enum ggml_cpool_kind * kind);
 
 #ifdef  __cplusplus
 }

@@ -20,8 +20,15 @@ patch -d "$src" -p1 -s -f --dry-run <integrations/llama.cpp/ggml-cuda-pool.patch
     patch -d "$src" -p1 -s -f <integrations/llama.cpp/ggml-cuda-pool.patch >>"$DIR/patch.log" 2>&1 ||
     { cat "$DIR/patch.log"; echo "llama-check: FAILED: the patch does not apply"; exit 1; }
 command -v nvcc >/dev/null || { echo "llama-check: FAILED: nvcc is not on PATH"; exit 1; }
-nvcc -std=c++17 -arch=sm_90 -DGGML_CUDA_CPOOL \
-    -I"$src/ggml/include" -I"$src/ggml/src" -I"$src/ggml/src/ggml-cuda" -Iinclude -Iggml-cuda/adapter \
-    -c ggml-cuda/adapter/ggml-cuda-pool-adapter.cu -o "$DIR/adapter.o" 2>&1 | tee "$DIR/nvcc.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "llama-check: FAILED: the adapter does not compile"; exit 1; }
-echo "llama-check: the patch applies to $(cat "$src/.commit" 2>/dev/null || echo 'the checkout'), the adapter compiles"
+# every adapter source, each named in the list the integration builds into ggml-cuda
+adapter=(ggml-cuda/adapter/*.cu)
+for cu in "${adapter[@]}"; do
+    grep -q "/$cu\b" integrations/llama.cpp/ggml-cuda-pool.cmake ||
+        { echo "llama-check: FAILED: $cu is not in integrations/llama.cpp/ggml-cuda-pool.cmake"; exit 1; }
+    nvcc -std=c++17 -arch=sm_90 -DGGML_CUDA_CPOOL \
+        -I"$src/ggml/include" -I"$src/ggml/src" -I"$src/ggml/src/ggml-cuda" -Iinclude -Iggml-cuda/adapter \
+        -c "$cu" -o "$DIR/$(basename "$cu" .cu).o" 2>&1 | tee -a "$DIR/nvcc.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "llama-check: FAILED: $cu does not compile"; exit 1; }
+done
+echo "llama-check: the patch applies to $(cat "$src/.commit" 2>/dev/null || echo 'the checkout'), the adapter" \
+    "compiles (${#adapter[@]} sources)"

@@ -80,6 +80,10 @@ TEST(Backend, MalformedEnvironmentIsRefusedWithOneLine) {
         EXPECT_EQ(c.ctx, nullptr);
         EXPECT_EQ(log.count(name), 1u);
     }
+    scoped_env  set("GGML_CUDA_POOL", "fastest");
+    log_capture log;
+    sim_ctx     c(sim_params(64 * MiB));
+    EXPECT_EQ(log.count("GGML_CUDA_POOL=fastest is not a pool kind \\(use auto, vmm, legacy, plain or async\\)"), 1u);
 }
 
 TEST(Backend, HipWithTwoDevicesUsesThePlainPoolAndSaysWhyOnce) {
@@ -216,6 +220,26 @@ TEST(Backend, StatusAndKindNames) {
     EXPECT_STREQ(ggml_cpool_status_str(GGML_CPOOL_STATUS_OUT_OF_MEMORY), "OUT_OF_MEMORY");
     EXPECT_STREQ(ggml_cpool_status_str(ggml_cpool_status(99)), "UNKNOWN_STATUS");
     EXPECT_STREQ(ggml_cpool_kind_str(GGML_CPOOL_KIND_PLAIN), "plain");
+}
+
+TEST(Backend, KindFromItsName) {
+    log_capture log;
+    for (int k = 0; k < GGML_CPOOL_KIND_COUNT; k++) {
+        ggml_cpool_kind kind = GGML_CPOOL_KIND_COUNT;
+        EXPECT_EQ(ggml_cpool_kind_from_str(ggml_cpool_kind_str(ggml_cpool_kind(k)), &kind), GGML_CPOOL_STATUS_OK);
+        EXPECT_EQ(kind, k) << ggml_cpool_kind_str(ggml_cpool_kind(k));
+    }
+    ggml_cpool_kind kind = GGML_CPOOL_KIND_COUNT;
+    EXPECT_EQ(ggml_cpool_kind_from_str("VMM", &kind), GGML_CPOOL_STATUS_OK) << "any case, as GGML_CUDA_POOL";
+    EXPECT_EQ(kind, GGML_CPOOL_KIND_VMM);
+    for (const char * other : { "ggml", "", "vmm,legacy", "unknown" }) {
+        EXPECT_EQ(ggml_cpool_kind_from_str(other, &kind), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << other;
+        EXPECT_EQ(kind, GGML_CPOOL_KIND_VMM) << "untouched by '" << other << "'";
+    }
+    EXPECT_TRUE(log.lines().empty()) << "a name that is no kind is the caller's to report";
+    EXPECT_EQ(ggml_cpool_kind_from_str(nullptr, &kind), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(ggml_cpool_kind_from_str("vmm", nullptr), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 2u);
 }
 
 TEST(Backend, DefaultLoggerHonoursTheLevel) {

@@ -1,8 +1,10 @@
 // What the docs and the sources promise that no other test reaches, read from the files
 // themselves: the calls docs/fault-injection.md says a one-shot fault fires on are the ones it
-// fires on, and no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
-// line is made).
+// fires on, no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
+// line is made), and every environment variable the module and its integrations read is a row of
+// the options table.
 
+#include "ggml-cuda-pool-options.h"
 #include "harness.h"
 
 #include <filesystem>
@@ -89,6 +91,147 @@ TEST(Sources, LogLinesTakeThePlatformFromTheDriver) {
         }
     }
     EXPECT_GT(files, 10);
+}
+
+// the options table's rows (ggml-cuda-pool-options.h)
+struct option_row {
+    const char * id;
+    const char * name;
+    const char * readers;
+    const char * values;
+};
+
+const option_row OPTION_ROWS[] = {
+#define TEST_OPTION_ROW(id, name, readers, values) { #id, name, readers, values },
+    GGML_CPOOL_OPTIONS(TEST_OPTION_ROW)
+#undef TEST_OPTION_ROW
+};
+
+// where the module and its integrations live, and the files there that read the environment
+const char * const          SOURCE_DIRS[] = { "ggml-cuda", "integrations", "tools" };
+const std::set<std::string> CODE          = { ".h", ".hpp", ".c", ".cc", ".cpp", ".cu", ".cuh", ".py" };
+
+std::vector<std::filesystem::path> source_files() {
+    std::vector<std::filesystem::path> files;
+    for (const char * dir : SOURCE_DIRS) {
+        for (auto & e : std::filesystem::recursive_directory_iterator(std::filesystem::path(GCP_SOURCE_DIR) / dir)) {
+            if (e.is_regular_file() && CODE.count(e.path().extension().string())) {
+                files.push_back(e.path());
+            }
+        }
+    }
+    return files;
+}
+
+// the argument `rest` begins with (what follows a call's '(' or a subscript's '['): up to its
+// closing bracket or its first comma
+std::string argument(const std::string & rest) {
+    int depth = 0;
+    for (size_t i = 0; i < rest.size(); i++) {
+        char c = rest[i];
+        if (c == '(' || c == '[') {
+            depth++;
+        } else if ((c == ')' || c == ']' || c == ',') && depth-- == 0) {
+            return rest.substr(0, i);
+        }
+    }
+    return rest;
+}
+
+// the variable an environment read's argument names: a string literal, a constant of the same
+// file that holds one, or a row of the options table (ggml_cpool_option_name, or a function of
+// the same file that returns it). "" when the argument is none of these
+std::string variable_of(std::string arg, const std::string & file) {
+    arg = std::regex_replace(arg, std::regex("^\\s+|\\s+$"), "");
+    std::smatch m;
+    if (std::regex_match(arg, m, std::regex("[\"']([A-Z0-9_]+)[\"']"))) {
+        return m[1];
+    }
+    if (std::regex_match(arg, m, std::regex("(\\w+)\\s*\\(.*\\)"))) {
+        const std::string fn = m[1];
+        const std::regex  wraps("\\b" + fn + "\\s*\\([^)]*\\)\\s*\\{\\s*return\\s+ggml_cpool_option_name\\s*\\(");
+        return fn == "ggml_cpool_option_name" || std::regex_search(file, wraps) ? "(a row)" : "";
+    }
+    if (std::regex_match(arg, std::regex("\\w+")) &&
+        std::regex_search(file, m, std::regex("\\b" + arg + "\\s*=\\s*[\"']([A-Z0-9_]+)[\"']"))) {
+        return m[1];
+    }
+    return "";
+}
+
+// the reads of the environment: C's getenv, Python's os.getenv and os.environ (a subscript or
+// get(); any other use of os.environ names no variable, so the test refuses it)
+const std::regex ENV_READ("\\b(?:(?:std::)?(?:secure_)?getenv\\s*\\(|os\\.getenv\\s*\\(|"
+                          "os\\.environ(?:\\.get\\s*\\(|\\s*\\[)?)");
+
+TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
+    std::set<std::string> table;
+    for (const option_row & r : OPTION_ROWS) {
+        table.insert(r.name);
+    }
+    int reads = 0;
+    for (const std::filesystem::path & path : source_files()) {
+        const std::string  file   = read(path);
+        const bool         python = path.extension() == ".py";
+        std::istringstream lines(file);
+        std::string        line;
+        for (int n = 1; std::getline(lines, line); n++) {
+            const size_t comment = line.find(python ? "#" : "//");
+            for (std::sregex_iterator it(line.begin(), line.end(), ENV_READ), end; it != end; ++it) {
+                if (size_t(it->position()) > comment) {
+                    continue;
+                }
+                const std::string at    = it->str();
+                const bool        whole = at.back() != '(' && at.back() != '['; // os.environ itself
+                const std::string name  = whole ? "" : variable_of(argument(it->suffix().str()), file);
+                const std::string where = path.lexically_relative(GCP_SOURCE_DIR).string() + ":" + std::to_string(n);
+                reads++;
+                EXPECT_FALSE(name.empty()) << where << " reads a variable this test cannot name (a literal, a "
+                                                       "constant of the file or ggml_cpool_option_name): " << line;
+                EXPECT_TRUE(name.empty() || name == "(a row)" || table.count(name))
+                    << where << " reads " << name << ", which is not a row of ggml-cuda-pool-options.h: " << line;
+            }
+        }
+    }
+    EXPECT_GE(reads, 5) << "the module, the llama.cpp adapter and the PyTorch library read the environment";
+}
+
+TEST(Sources, EveryOptionIsReadAndListedInTheDocs) {
+    std::string sources;
+    for (const std::filesystem::path & path : source_files()) {
+        sources += read(path);
+    }
+    const std::string docs = read(std::filesystem::path(GCP_SOURCE_DIR) / "docs" / "design.md"); // its options table
+    for (const option_row & r : OPTION_ROWS) {
+        const std::string quoted = std::string("\"") + r.name + "\"";
+        EXPECT_TRUE(sources.find(std::string("GGML_CPOOL_OPTION_") + r.id) != std::string::npos ||
+                    sources.find(quoted) != std::string::npos)
+            << r.name << " is a row no source reads (" << r.readers << ")";
+        EXPECT_NE(docs.find(std::string("| `") + r.name + "`"), std::string::npos) << r.name << " is not a row of docs/design.md's options table";
+    }
+}
+
+// the kind names that live outside the module's names.cpp: the options table's GGML_CUDA_POOL row
+// and the PyTorch helper's KINDS, which a Python file cannot take from the module
+TEST(Sources, KindNamesOutsideTheModuleAreItsOwn) {
+    std::set<std::string> kinds;
+    const std::string     pool_values = OPTION_ROWS[GGML_CPOOL_OPTION_POOL].values;
+    for (int k = 0; k < GGML_CPOOL_KIND_COUNT; k++) {
+        const char * kind = ggml_cpool_kind_str(ggml_cpool_kind(k));
+        kinds.insert(kind);
+        EXPECT_NE(pool_values.find(kind), std::string::npos) << kind << " is not in the GGML_CUDA_POOL row";
+    }
+    std::smatch       row;
+    const std::string helper =
+        read(std::filesystem::path(GCP_SOURCE_DIR) / "integrations" / "pytorch" / "ggml_cuda_pool_torch.py");
+    ASSERT_TRUE(std::regex_search(helper, row, std::regex("\\nKINDS = \\(([^)]*)\\)")));
+    std::set<std::string> listed;
+    const std::string     names = row[1];
+    const std::regex      quoted("\"([a-z]+)\"");
+    for (std::sregex_iterator it(names.begin(), names.end(), quoted), end; it != end; ++it) {
+        listed.insert((*it)[1]);
+    }
+    EXPECT_EQ(listed, kinds);
 }
 
 } // namespace

@@ -3,10 +3,18 @@
 # the module and ggml share one runtime (one current device, one sticky error).
 include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/ggml-cuda-pool-sources.cmake)
 
+# the adapter: ggml's pool interface over the module (scripts/llama-check.sh compiles each of these
+# and fails on an adapter source missing here)
+set(GCP_ADAPTER_SOURCES
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-module-pool.cu
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-settings.cu
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-stats.cu
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-watched-pool.cu
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/ggml-cuda-pool-adapter.cu)
+
 function(ggml_cuda_pool_add_to target)
-    target_sources(${target} PRIVATE ${GCP_SOURCES} ${GCP_DRIVER_SOURCES}
-                   ${GCP_SOURCE_DIR}/ggml-cuda/adapter/ggml-cuda-pool-adapter.cu)
-    # the public header, the adapter's header, and ggml-cuda's own headers for the adapter
+    target_sources(${target} PRIVATE ${GCP_SOURCES} ${GCP_DRIVER_SOURCES} ${GCP_ADAPTER_SOURCES})
+    # the public header, the adapter's headers, and ggml-cuda's own headers for the adapter
     target_include_directories(${target} PRIVATE ${GCP_SOURCE_DIR}/include ${GCP_SOURCE_DIR}/ggml-cuda/adapter
                                ${CMAKE_CURRENT_SOURCE_DIR})
     target_compile_definitions(${target} PRIVATE GGML_CUDA_CPOOL GGML_CPOOL_HAVE_CUDA)

@@ -5,6 +5,7 @@
 
 #include "ggml-cuda-pool-torch.h"
 
+#include "ggml-cuda-pool-options.h"
 #include "torch-allocator.h"
 
 #include <cuda_runtime_api.h>
@@ -19,9 +20,7 @@
 
 namespace {
 
-constexpr const char * ENV_POOL  = "GGML_CUDA_POOL";       // the kind (unset: legacy, torch-allocator.h)
-constexpr const char * ENV_STATS = "GGML_CUDA_POOL_STATS"; // 1: the lines at exit on stderr; a path: appended there
-constexpr const char * STDERR    = "-";
+constexpr const char * STDERR = "-";
 
 std::atomic<gcp_torch::torch_allocator *> made{ nullptr }; // for the report, which makes nothing
 
@@ -43,7 +42,7 @@ bool wait_stream(int device, void * stream) {
 
 // where GGML_CUDA_POOL_STATS sends the lines at exit: "" nowhere, "-" stderr, else a file
 std::string stats_target() {
-    const char * v = getenv(ENV_STATS);
+    const char * v = getenv(ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS));
     if (v == nullptr || *v == '\0' || strcmp(v, "0") == 0) {
         return "";
     }
@@ -83,7 +82,8 @@ void report_at_exit() {
 }
 
 gcp_torch::torch_allocator * make_allocator() {
-    ggml_cpool_ctx_params params = gcp_torch::context_params(getenv(ENV_POOL));
+    const char *          kind   = getenv(ggml_cpool_option_name(GGML_CPOOL_OPTION_POOL)); // unset or empty: legacy
+    ggml_cpool_ctx_params params = gcp_torch::context_params(kind);
     ggml_cpool_ctx_t      ctx    = nullptr;
     ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &ctx);
     if (st != GGML_CPOOL_STATUS_OK) {

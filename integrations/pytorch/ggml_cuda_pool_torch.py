@@ -17,8 +17,10 @@ ALLOC_SYMBOL = "ggml_cuda_pool_torch_alloc"
 FREE_SYMBOL = "ggml_cuda_pool_torch_free"
 REPORT_SYMBOL = "ggml_cuda_pool_torch_report"
 LIBRARY_NAME = "libggml-cuda-pool-torch.so"
-LIBRARY_ENV = "GGML_CUDA_POOL_TORCH_LIBRARY"  # where the library is, when not next to this file
-KINDS = ("auto", "legacy", "plain", "vmm", "async")
+# where the library is, when not next to this file; like GGML_CUDA_POOL, a row of the options table
+# (include/ggml-cuda-pool-options.h), which a Python file cannot include: tests/test-docs.cpp checks both
+LIBRARY_ENV = "GGML_CUDA_POOL_TORCH_LIBRARY"
+KINDS = ("auto", "legacy", "plain", "vmm", "async")  # the module's kind names (test-docs.cpp checks them too)
 
 _installed = None  # (path, kind) once installed
 

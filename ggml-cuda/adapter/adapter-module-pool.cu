@@ -1,0 +1,167 @@
+// A module pool behind ggml's interface, one per (device, stream slot) of a backend context, on
+// the stream ggml launches that slot's kernels on; and the way out of a capture that a failed
+// allocation leaves it: the capture ends there and what it holds runs once.
+
+#include "adapter-pools.cuh"
+
+#include "adapter-session.cuh"
+#include "adapter-settings.cuh"
+#include "adapter-stats.cuh"
+#include "common.cuh"
+
+#include <algorithm>
+#include <memory>
+
+namespace cpool_adapter {
+
+namespace {
+
+struct module_pool final : ggml_cuda_pool {
+    module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot,
+                cudaStream_t stream) :
+        session(std::move(session)), pool(pool), device(device), slot(slot), stream(stream),
+        timed(!config().stats.empty()) {}
+
+    ~module_pool() override {
+        ggml_cpool_stats s{};
+        if (!config().stats.empty() && ggml_cpool_get_stats(pool, &s) == GGML_CPOOL_STATUS_OK) {
+            seen.kind          = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
+            seen.allocs        = s.allocs;
+            seen.hits          = s.hits;
+            seen.driver_allocs = s.driver_allocs;
+            seen.driver_frees  = s.driver_frees;
+            seen.peak_live     = s.peak_live_bytes;
+            seen.peak_reserved = s.peak_reserved_bytes;
+            seen.lru_reclaims  = s.lru_reclaims;
+            seen.flushes       = s.flushes;
+            seen.oom           = s.oom_returned;
+            seen.syncs         = s.synchronizes;
+            report(session->id, device, slot, seen);
+        }
+    }
+
+    void * alloc(size_t size, size_t * actual_size) override {
+        call_timer timer(timed ? &seen.call_ns : nullptr);
+        return take(size, false, 0, actual_size);
+    }
+
+    void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        if (!config().kv_growing) {
+            return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
+        }
+        void * ptr = nullptr;
+        {
+            call_timer timer(timed ? &seen.call_ns : nullptr);
+            ptr = take(size, true, max_size, actual_size);
+        }
+        seen.note_growing(size, *actual_size);
+        return ptr;
+    }
+
+    void free(void * ptr, size_t size) override {
+        call_timer        timer(timed ? &seen.call_ns : nullptr);
+        ggml_cpool_status st = ggml_cpool_free(pool, ptr, size);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            fail(device, "free", st);
+        }
+    }
+
+    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
+        ggml_cpool_stats s{};
+        if (ggml_cpool_get_stats(pool, &s) != GGML_CPOOL_STATUS_OK) {
+            return false;
+        }
+        *reserved      = s.reserved_bytes;
+        *peak_reserved = s.peak_reserved_bytes;
+        *driver_allocs = s.driver_allocs;
+        return true;
+    }
+
+  private:
+    ggml_cpool_status request(size_t size, bool growing, size_t limit, void ** ptr, size_t * actual_size) {
+        // ggml may ask for nothing (the scratch of an empty tensor); the module refuses a zero
+        // size, so ask for one byte: still a buffer of its own that free takes back
+        size = std::max<size_t>(size, 1);
+        return growing ? ggml_cpool_alloc_growing(pool, size, limit, ptr, actual_size) :
+                         ggml_cpool_alloc(pool, size, 0, ptr, actual_size);
+    }
+
+    void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
+        void *            ptr = nullptr;
+        ggml_cpool_status st  = request(size, growing, limit, &ptr, actual_size);
+        if (st != GGML_CPOOL_STATUS_OK && abandon_capture()) {
+            st = request(size, growing, limit, &ptr, actual_size); // outside the capture: with recovery
+        }
+        if (st != GGML_CPOOL_STATUS_OK) {
+            fail(device, "alloc", st);
+        }
+        return ptr;
+    }
+
+    // the module returned an error while the stream captures a graph, where it may not synchronize
+    // or free to recover: the capture ends here, what it holds (the graph's nodes before this
+    // allocation) runs now, once, and the rest of the graph runs eagerly after it. Dropping what
+    // was captured and evaluating the graph again would not do: ggml-alloc hands an input's memory
+    // to a later node once its last reader has run, so a graph's evaluation cannot be repeated
+    bool abandon_capture() {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture == cudaStreamCaptureStatusNone) {
+            (void) cudaGetLastError();
+            return false;
+        }
+        cudaGraph_t graph = nullptr;
+        cudaError_t err   = cudaStreamEndCapture(stream, &graph); // an invalidated capture: an error, no graph
+        if (err == cudaSuccess) {
+            err = run_once(graph);
+        }
+        if (graph != nullptr) {
+            (void) cudaGraphDestroy(graph);
+        }
+        if (err != cudaSuccess) {
+            (void) cudaGetLastError();
+            GGML_LOG_ERROR("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d, and the "
+                           "work captured before it could not run (%s)\n", device, cudaGetErrorString(err));
+            return false;
+        }
+        GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture "
+                      "ends there, what it holds runs once and the rest of the graph without it, where the pool can "
+                      "recover\n", device, ggml_cpool_last_error());
+        session->capture_abandoned = true;
+        session->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
+        return true;
+    }
+
+    // a captured graph launched once on the pool's stream, ahead of anything launched after it
+    cudaError_t run_once(cudaGraph_t graph) const {
+        size_t      nodes = 0;
+        cudaError_t err   = cudaGraphGetNodes(graph, nullptr, &nodes);
+        if (err != cudaSuccess || nodes == 0) {
+            return err; // nothing was captured before the allocation
+        }
+        cudaGraphExec_t exec = nullptr;
+        err                  = cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
+        if (err != cudaSuccess) {
+            return err;
+        }
+        err = cudaGraphLaunch(exec, stream);
+        // freed once the launch completes
+        const cudaError_t destroyed = cudaGraphExecDestroy(exec);
+        return err != cudaSuccess ? err : destroyed;
+    }
+
+    std::shared_ptr<ggml_cuda_cpool_session> session; // outlives every pool of the backend context
+    ggml_cpool_t                             pool;
+    int                                      device, slot;
+    cudaStream_t                             stream; // ggml's, the one this pool's kernels run on
+    bool                                     timed;  // a stats line will report the time in its calls
+    figures                                  seen;
+};
+
+} // namespace
+
+std::unique_ptr<ggml_cuda_pool> make_module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool,
+                                                 int device, int slot, cudaStream_t stream) {
+    return std::make_unique<module_pool>(std::move(session), pool, device, slot, stream);
+}
+
+} // namespace cpool_adapter

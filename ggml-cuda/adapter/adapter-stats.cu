@@ -1,0 +1,67 @@
+// The statistics lines (adapter-stats.cuh), where GGML_CUDA_POOL_STATS asks for them.
+
+#include "adapter-stats.cuh"
+
+#include "adapter-settings.cuh"
+#include "common.cuh"
+
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+namespace cpool_adapter {
+
+namespace {
+
+constexpr double MiB = 1024.0 * 1024.0;
+
+// one statistics line, where GGML_CUDA_POOL_STATS asks for them
+void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
+void report_line(const char * fmt, ...) {
+    const std::string & where = config().stats;
+    if (where.empty()) {
+        return;
+    }
+    static std::mutex           mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    FILE *                      out = where == "-" ? stderr : fopen(where.c_str(), "a");
+    if (out == nullptr) {
+        GGML_LOG_WARN("ggml-cuda-pool: cannot append the pool statistics to %s\n", where.c_str());
+        return;
+    }
+    va_list args;
+    va_start(args, fmt);
+    vfprintf(out, fmt, args);
+    va_end(args);
+    if (out != stderr) {
+        fclose(out);
+    }
+}
+
+} // namespace
+
+void report(uint64_t session, int device, int slot, const figures & f) {
+    report_line("ggml-cuda-pool stats: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
+                "driver_frees=%llu peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu flushes=%llu oom=%llu "
+                "syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f call_ms=%.3f\n",
+                (unsigned long long) session, device, slot, f.kind, (unsigned long long) f.allocs,
+                (unsigned long long) f.hits, (unsigned long long) f.driver_allocs, (unsigned long long) f.driver_frees,
+                f.peak_live / MiB, f.peak_reserved / MiB, (unsigned long long) f.lru_reclaims,
+                (unsigned long long) f.flushes, (unsigned long long) f.oom, (unsigned long long) f.syncs,
+                (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6);
+}
+
+void report_graphs(uint64_t session, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {
+    report_line("ggml-cuda-pool graphs: session=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
+                "update_failures=%llu launches=%llu abandoned=%llu config=%s\n",
+                (unsigned long long) session, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED], config_name);
+}
+
+} // namespace cpool_adapter

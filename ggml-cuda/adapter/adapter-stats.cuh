@@ -1,0 +1,57 @@
+#pragma once
+// The statistics lines (GGML_CUDA_POOL_STATS): one per pool when it goes, one per backend context
+// when its session ends, and the timer that measures the time inside a pool's calls.
+
+#include "ggml-cuda-pool-adapter.cuh"
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace cpool_adapter {
+
+// what the stats line says of a pool, from the module's statistics or from watching ggml's own
+struct figures {
+    const char * kind = "";
+    uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
+    size_t       peak_live = 0, peak_reserved = 0;
+    uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
+    uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
+    // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
+    uint64_t     growing = 0;
+    size_t       growing_peak = 0, growing_got = 0;
+
+    void note_growing(size_t size, size_t actual) {
+        growing++;
+        growing_peak = std::max(growing_peak, size);
+        growing_got  = std::max(growing_got, actual);
+    }
+};
+
+// adds the time until its end to *total (nothing when total is null). ggml's own pools have no
+// timer: the adapter times every pool alike, at ggml's interface, the adapter's own work included
+class call_timer {
+  public:
+    explicit call_timer(uint64_t * total) : total(total), start(total ? clock::now() : clock::time_point()) {}
+    ~call_timer() {
+        if (total != nullptr) {
+            *total += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+        }
+    }
+    call_timer(const call_timer &)             = delete;
+    call_timer & operator=(const call_timer &) = delete;
+
+  private:
+    using clock = std::chrono::steady_clock;
+    uint64_t *        total;
+    clock::time_point start;
+};
+
+// one line per pool, at its destruction
+void report(uint64_t session, int device, int slot, const figures & f);
+
+// one line per backend context, when its session ends: what its CUDA graphs did
+void report_graphs(uint64_t session, const uint64_t (&events)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name);
+
+} // namespace cpool_adapter

@@ -1,0 +1,94 @@
+// ggml's own pool, watched for the stats line (only where GGML_CUDA_POOL_STATS asks for one):
+// what it hands out and keeps, from outside, and the time inside its calls.
+
+#include "adapter-pools.cuh"
+
+#include "adapter-session.cuh"
+#include "adapter-settings.cuh"
+#include "adapter-stats.cuh"
+#include "common.cuh"
+
+#include <algorithm>
+#include <memory>
+
+namespace cpool_adapter {
+
+namespace {
+
+struct watched_pool final : ggml_cuda_pool {
+    watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session, std::unique_ptr<ggml_cuda_pool> own, int device,
+                 int slot) :
+        session(std::move(session)), own(std::move(own)), device(device), slot(slot) {
+        seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
+    }
+
+    ~watched_pool() override {
+        size_t   reserved = 0;
+        uint64_t drv      = 0;
+        own->driver_usage(&reserved, &seen.peak_reserved, &drv);
+        seen.driver_allocs = drv;
+        report(session->id, device, slot, seen);
+    }
+
+    void * alloc(size_t size, size_t * actual_size) override {
+        void * ptr = nullptr;
+        {
+            call_timer timer(&seen.call_ns);
+            ptr = own->alloc(size, actual_size); // before *actual_size is read
+        }
+        watch(*actual_size);
+        return ptr;
+    }
+
+    void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) override {
+        if (!config().kv_growing) {
+            return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
+        }
+        void * ptr = nullptr;
+        {
+            call_timer timer(&seen.call_ns);
+            ptr = own->alloc_overallocate(size, max_size, actual_size);
+        }
+        watch(*actual_size);
+        seen.note_growing(size, *actual_size);
+        return ptr;
+    }
+
+    void free(void * ptr, size_t size) override {
+        live -= size;
+        call_timer timer(&seen.call_ns);
+        own->free(ptr, size);
+    }
+
+    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
+        return own->driver_usage(reserved, peak_reserved, driver_allocs);
+    }
+
+  private:
+    void watch(size_t actual) {
+        size_t   reserved = 0, peak = 0;
+        uint64_t before = seen.driver_allocs, after = 0;
+        if (own->driver_usage(&reserved, &peak, &after)) {
+            seen.driver_allocs = after;
+        }
+        seen.allocs++;
+        seen.hits += after == before;
+        live += actual;
+        seen.peak_live = std::max(seen.peak_live, live);
+    }
+
+    std::shared_ptr<ggml_cuda_cpool_session> session;
+    std::unique_ptr<ggml_cuda_pool>          own;
+    int                                      device, slot;
+    size_t                                   live = 0;
+    figures                                  seen;
+};
+
+} // namespace
+
+std::unique_ptr<ggml_cuda_pool> make_watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session,
+                                                  std::unique_ptr<ggml_cuda_pool> own, int device, int slot) {
+    return std::make_unique<watched_pool>(std::move(session), std::move(own), device, slot);
+}
+
+} // namespace cpool_adapter
