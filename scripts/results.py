@@ -7,6 +7,7 @@
     results.py tables [FILE...]             rewrite every generated block, and docs/results/TABLES.md
     results.py tables --list                the listing of every table (docs/results/TABLES.md)
     results.py check [FILE...]              exit 1 naming each stale block or unknown table
+    results.py sim NAME [--untimed]         docs/results/sim/NAME.txt from a tool's output on stdin
 
 A generated block is a table in README.md or docs/*.md between `<!-- generated: NAME -->` and
 `<!-- /generated -->`; FILE... (default: every such file) are the files tables and check read.
@@ -17,13 +18,13 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from results import blocks, registry, source, split, summary  # noqa: E402  (the package beside)
+from results import blocks, registry, source, split, summary, text  # noqa: E402  (the package beside)
 
 LISTING = os.path.join(source.RESULTS, "TABLES.md")
 LISTING_HEAD = """# Generated tables
 
 Every table below comes from the files under docs/results by `scripts/results.py tables`
-To show one in README.md or docs/*.md,
+(`scripts/figures.sh` remakes docs/results/sim/ first). To show one in README.md or docs/*.md,
 paste its block, markers included; `scripts/results.py check` (ctest `results-check`) fails
 when a block there no longer matches its files.
 """
@@ -79,6 +80,8 @@ def main(argv):
     t = sub.add_parser("tables")
     t.add_argument("--list", action="store_true"), t.add_argument("files", nargs="*")
     sub.add_parser("check").add_argument("files", nargs="*")
+    m = sub.add_parser("sim")
+    m.add_argument("name"), m.add_argument("--untimed", action="store_true")
     a = p.parse_args(argv)
     if a.command == "split":
         return split.main(a.results, a.prefix, a.round)
@@ -86,6 +89,8 @@ def main(argv):
         sys.stdout.write(summary.text(source.open_folder(os.path.abspath(a.folder))))
     elif a.command == "show":
         sys.stdout.write(registry.render(a.name))
+    elif a.command == "sim":
+        text.write_sim(a.name, sys.stdin.read(), timed=not a.untimed)
     elif a.command == "tables" and a.list:
         sys.stdout.write(listing())
     else:

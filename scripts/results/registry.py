@@ -75,6 +75,15 @@ TABLES = (
           lambda: text.gpu_summary(source.session("3bfa8b8"))),
     Table("bench-hit", "bench-hit on the sim driver: median CPU ns per alloc + free pair by kind and cached buffers, "
           "ratio to the ggml-style pool", "docs/results/bench-hit-*.json", benchmarks.bench_hit),
+    Table("demo", "The demo's pool report on the sim driver (scripts/run.sh's; scripts/figures.sh)",
+          "docs/results/sim/demo.txt", lambda: text.sim("demo")),
+    Table("replay-700mib", "The demo's trace replayed against every configuration at 700 MiB (scripts/figures.sh; "
+          "the stranded mean, which follows the recording's timing, left out)", "docs/results/sim/replay-700mib.txt",
+          lambda: text.sim("replay-700mib")),
+    Table("replay-95pct", "The demo's trace replayed where its peak request fills 95% of the device (as "
+          "replay-700mib)", "docs/results/sim/replay-95pct.txt", lambda: text.sim("replay-95pct")),
+    Table("replay-llama", "The llama.cpp depth-sweep trace (docs/traces/llama-1b-f16-q8_0.trace.xz) replayed at "
+          "8 GiB a device (scripts/figures.sh)", "docs/results/sim/replay-llama.txt", lambda: text.sim("replay-llama")),
 )
 BY_NAME = {t.name: t for t in TABLES}
 
