@@ -3,19 +3,19 @@
 #             ("f16 q8_0"), depths BENCH_DEPTHS ("0,4096,32768"); BENCH_ROUNDS (8) rounds of BENCH_REPS
 #             (3) repetitions, configurations interleaved, each round starting one further along.
 #             BENCH_ROTATE=1: a round is one process whose contexts take the configurations in turn
-#             (GGML_CUDA_POOL_ROTATE), split into the configurations' rounds by llama-bench-split.py
+#             (GGML_CUDA_POOL_ROTATE), split into the configurations' rounds by results.py split
 #   memory    peak total device memory (nvidia-smi every 50 ms) while llama-bench pp512+tg32 runs on
 #             MEMORY_MODEL (8b-q8_0), KV q8_0, at MEMORY_DEPTHS ("0 8192 32768"), per MEMORY_CONFIGS
 #   speculative  llama-speculative-simple, 1b-f16 target + 1b-q8_0 draft: SPEC_ROUNDS (6) rounds of
 #             SPEC_TOKENS (192), the text per configuration and t/s
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
-#   summary   the tables (scripts/llama-summary.py)
+#   summary   the tables (scripts/results.py summary)
 # the trace for pool-replay, the summary (sourced)
 
 # llama-bench, configurations interleaved round by round: each round runs every configuration
 # once (BENCH_REPS repetitions each); every run appends its JSONL and its pools' statistics.
 # BENCH_ROTATE=1: a round is one process, its contexts taking the configurations in turn
-# (GGML_CUDA_POOL_ROTATE), every depth once per configuration; scripts/llama-bench-split.py then
+# (GGML_CUDA_POOL_ROTATE), every depth once per configuration; `scripts/results.py split` then
 # leaves each configuration the files a process of its own would have
 step_bench() {
     local rounds=${BENCH_ROUNDS:-8} reps=${BENCH_REPS:-3} depths=${BENCH_DEPTHS:-0,4096,32768}
@@ -70,7 +70,7 @@ bench_rotated() {
     # the rotation replaces GGML_CUDA_POOL, which the module would still read
     if bench_run "$dir/$prefix-r$r" "$m" "$kv" "$reps" "$(IFS=,; echo "${each[*]}")" -u GGML_CUDA_POOL \
         -u GGML_CUDA_POOL_KV_F16 GGML_CUDA_POOL_ROTATE="$(round_order "$r" | paste -sd,)" &&
-        python3 "$ROOT/scripts/llama-bench-split.py" "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1; then
+        python3 "$ROOT/scripts/results.py" split "$RESULTS" "$prefix" "$r" >>"$dir/$prefix-r$r.log" 2>&1; then
         say "bench round $r: $m KV $kv, rotating: $(grep -c . "$dir/$prefix-r$r.jsonl") tests"
     else
         say "bench round $r: $m KV $kv, rotating: FAILED ($(tail -1 "$dir/$prefix-r$r.log"))"
@@ -139,5 +139,5 @@ step_trace() {
 }
 
 step_summary() {
-    python3 "$ROOT/scripts/llama-summary.py" "$RESULTS" | tee "$RESULTS/summary.md"
+    python3 "$ROOT/scripts/results.py" summary "$RESULTS" | tee "$RESULTS/summary.md"
 }

@@ -1,0 +1,59 @@
+"""Google Benchmark JSON: bench-async's HitPair and CaptureQuery on an H200 (a session's
+bench-async/{before,after}-COMMIT-N.json) and bench-hit's hit path on the sim driver
+(docs/results/bench-hit-COMMIT.json), a file a run."""
+
+import glob
+import json
+import os
+from collections import defaultdict
+
+from . import markdown, source
+
+# bench-async's HitPair/kind:<GGML_CPOOL_KIND_*> (include/ggml-cuda-pool.h) and CaptureQuery/api:<a>
+ASYNC_COLUMNS = (("HitPair/kind:2", "legacy"), ("HitPair/kind:3", "plain"), ("HitPair/kind:1", "vmm"),
+                 ("HitPair/kind:4", "async"), ("CaptureQuery/api:0", "runtime query"),
+                 ("CaptureQuery/api:1", "driver query"))
+HIT_KINDS = ("ggml-style", "legacy", "plain", "vmm")
+
+
+def medians(text, time="real_time"):
+    """{run name: its median over the repetitions} of one Google Benchmark JSON file"""
+    return {b["run_name"]: b[time] for b in json.loads(text)["benchmarks"] if b.get("aggregate_name") == "median"}
+
+
+def bench_async(folder):
+    """ns per hit pair and per capture query, min-max over the runs, before and after"""
+    runs = defaultdict(list)  # "before (COMMIT)" -> [medians of a run]
+    for name, m in folder.match(r"bench-async/(before|after)-(\w+)-\d+\.json"):
+        runs[(m.group(1) == "after", f"{m.group(1)} ({m.group(2)})")].append(medians(folder.text(name)))
+    rows = []
+    for (_, label), found in sorted(runs.items()):
+        cells = []
+        for prefix, _ in ASYNC_COLUMNS:
+            ns = [v for run in found for k, v in run.items() if k.startswith(prefix + "/")]
+            cells.append(f"{markdown.significant(min(ns))}-{markdown.significant(max(ns))}" if ns else "")
+        rows.append([label] + cells)
+    return markdown.table([""] + [name for _, name in ASYNC_COLUMNS], rows)
+
+
+def bench_hit(root=source.ROOT):
+    """median CPU ns per alloc + free pair by kind and cached buffers, and the ratio to the
+    ggml-style pool at the same depth; a / between runs (files in their date order)"""
+    texts = []
+    for path in sorted(glob.glob(os.path.join(root, source.RESULTS, "bench-hit-*.json"))):
+        with open(path) as f:
+            texts.append(f.read())
+    runs = sorted((json.loads(t)["context"]["date"], medians(t, "cpu_time")) for t in texts)
+    depths = sorted({int(k.split("/")[2]) for _, run in runs for k in run})
+    rows = []
+    for depth in depths:
+        base = [run.get(f"hit/ggml-style/{depth}") for _, run in runs]
+        row = [str(depth)]
+        for kind in HIT_KINDS:
+            ns = [run.get(f"hit/{kind}/{depth}") for _, run in runs]
+            cell = " / ".join(markdown.significant(x) for x in ns if x is not None) + " ns"
+            if kind != "ggml-style":
+                cell += " (" + " / ".join(f"{x / b:.2f}x" for x, b in zip(ns, base) if x and b) + ")"
+            row.append(cell)
+        rows.append(row)
+    return markdown.table(["cached buffers"] + list(HIT_KINDS), rows)

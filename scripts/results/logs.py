@@ -1,0 +1,45 @@
+"""What a run's log says: how it ended (the adapter's abort with the pool's last error, or
+ggml's CUDA_CHECK with the error and the function that checked) and the pool's recovery lines."""
+
+import re
+
+# the adapter, where the module returned an error: the pool's own line follows its name
+POOL_ABORT = re.compile(r"ggml-cuda-pool: alloc on device \d+ failed \(\w+\): CUDA pool\[\d+\]: (?:async )?"
+                        r"alloc of ([\d.]+ MiB) failed: (.*?)(?:, and \d+ retries.*|, also after.*)?$", re.M)
+# ggml's CUDA_CHECK: the error, then where it was checked; an error a kernel raised earlier shows
+# at the next call that checks, so the function alone does not say it was out of memory
+CUDA_ERROR = re.compile(r"CUDA error: (.+)")
+CHECKED_IN = re.compile(r"current device: \d+, in function (\w+)")
+EXIT = re.compile(r"^exit (\d+)\s*$", re.M)
+LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
+RECOVERY = re.compile(r"(?:CUDA pool\[\d+\]|ggml-cuda-pool): (?!injected|alloc on device)"
+                      r"(.*(?:reclaim|retry|retrying|freeing all|trimming|the capture ends|capture is given up).*)")
+
+
+def aborted(log):
+    """why the run aborted ('the pool, 8.93 MiB asked: out of memory ...', 'out of memory in
+    `alloc`'), or None where the log shows no abort"""
+    pool = POOL_ABORT.search(log)
+    if pool:
+        return f"the pool, {pool.group(1)} asked: {pool.group(2)}"
+    error, where = CUDA_ERROR.search(log), CHECKED_IN.search(log)
+    if error or where:
+        what = error.group(1).strip() if error else "CUDA error"
+        return f"{what} in `{where.group(1)}`" if where else what
+    return None
+
+
+def exit_status(log):
+    """the exit status llama.sh appended to the log, None where there is none"""
+    found = EXIT.findall(log)
+    return int(found[-1]) if found else None
+
+
+def recovery_lines(log):
+    """the pool's recovery lines, without the logger's time and level or the pool's name"""
+    out = []
+    for line in log.splitlines():
+        m = RECOVERY.search(LOG_PREFIX.sub("", line))
+        if m:
+            out.append(m.group(1).strip())
+    return out

@@ -1,0 +1,77 @@
+"""Runs under memory pressure (scripts/llama.sh growing): another process leaves S + H MiB free,
+and each configuration runs at H stepping down until it fails. A cell says how a run ended: ok
+with its pools' peak reserved (every pool summed) and their reclaims and flushes, or aborted with
+the reason its log gives; blank where the configuration did not run at that H."""
+
+import re
+from collections import defaultdict
+
+from . import lines, logs, markdown, stats
+
+
+def outcome(folder, tag):
+    log = folder.text(tag + ".log", "")
+    if logs.exit_status(log) != 0:
+        why = logs.aborted(log)
+        return f"aborted: {why}" if why else "aborted"
+    pools = lines.pool_lines(folder.text(tag + ".stats"))
+    parts = [f"ok, {sum(float(kv.get('peak_reserved_mib', 0)) for kv in pools):.0f} MiB"]
+    for key, one, many in (("lru_reclaims", "reclaim", "reclaims"), ("flushes", "flush", "flushes")):
+        n = sum(int(kv.get(key, 0)) for kv in pools)
+        if n:
+            parts.append(f"{n} {one if n == 1 else many}")
+    return ", ".join(parts)
+
+
+def sweep(folder, prefix):
+    """{config: {H: cell}} of one session's runs"""
+    runs = defaultdict(dict)
+    for name, m in folder.match(re.escape(prefix) + r"-(.+)-h(\d+)\.log"):
+        runs[m.group(1)][int(m.group(2))] = outcome(folder, name[:-len(".log")])
+    return runs
+
+
+def overlay(folders, prefix):
+    """the first session's cells, with what a later session's run gave where it differs"""
+    runs = sweep(folders[0], prefix)
+    for folder in folders[1:]:
+        for config, cells in sweep(folder, prefix).items():
+            for h, cell in cells.items():
+                was = runs[config].get(h, "")
+                if cell != was:
+                    runs[config][h] = f"{was}; at {folder.label}: {cell}" if was else f"at {folder.label}: {cell}"
+    return runs
+
+
+def grouped(runs, heads):
+    """[(heads, column)]: neighbouring H whose cells agree in every row share a column"""
+    out = []
+    for h in heads:
+        column = [runs[c].get(h, "") for c in runs]
+        if out and out[-1][1] == column:
+            out[-1][0].append(h)
+        else:
+            out.append(([h], column))
+    return out
+
+
+def head(hs):
+    return str(hs[0]) if len(hs) == 1 else f"{hs[0]}, {hs[1]}" if len(hs) == 2 else f"{hs[0]}-{hs[-1]}"
+
+
+def table(folders, prefix="growing"):
+    """configuration x H over one or more sessions' sweeps"""
+    runs = overlay(folders, prefix)
+    configs = stats.kind_order(runs)
+    runs = {c: runs[c] for c in configs}
+    columns = grouped(runs, sorted({h for cells in runs.values() for h in cells}, reverse=True))
+    rows = []
+    for i, config in enumerate(configs):
+        row, seen = [config], set()
+        for _, column in columns:
+            cell = column[i]
+            row.append("aborted, the same" if cell.startswith("aborted") and cell in seen else cell)
+            seen.add(cell)
+        rows.append(row)
+    heads = [head(hs) for hs, _ in columns]
+    return markdown.table(["configuration"] + [f"H = {heads[0]}"] + heads[1:], rows) if rows else ""

@@ -1,0 +1,94 @@
+"""Every table the docs print, by name: what it shows, the files it comes from, and its
+generator. A table joins with a function of its family's file and one line here (a new session's
+tarball, docs/results/h200-COMMIT.tar.xz, is source.session("COMMIT"))."""
+
+import functools
+
+from . import benchmarks, pressure, rounds, runs, source, speculative, speed, text
+
+# the rotating speed sessions, pooled; c6a7e02's rounds were split before each test kept its
+# place, which llama.sh's layout of that session's rounds gives back (checked against rotate/)
+SPEED = ("c6a7e02", "e14b1a3", "5238ef3", "7ce09b6", "e17176c")
+LAYOUTS = {"c6a7e02": rounds.Layout(["ggml", "legacy", "plain", "vmm", "async"], [0, 4096, 32768])}
+
+
+@functools.lru_cache(maxsize=None)
+def bench(commit):
+    return rounds.read(source.session(commit), LAYOUTS.get(commit))
+
+
+def speed_sessions():
+    return [(c, bench(c)) for c in SPEED]
+
+
+@functools.lru_cache(maxsize=None)
+def pooled():
+    return rounds.pool(bench(c) for c in SPEED)
+
+
+def tarballs(*commits):
+    return ", ".join(f"docs/results/h200-{c}.tar.xz" for c in commits)
+
+
+SPEED_FILES = tarballs(*SPEED) + ": bench-*-rN.jsonl (c6a7e02's placed from llama.sh's layout, checked against rotate/)"
+
+
+class Table:
+    def __init__(self, name, what, sources, render):
+        self.name, self.what, self.sources, self.render = name, what, sources, render
+
+
+TABLES = (
+    Table("speed-rotating", "llama-bench tg128 (1b-q8_0, -fa 1, rotating rounds), five sessions pooled: ggml's t/s "
+          "(median, spread) and each configuration's ratio of medians to it [95% paired bootstrap, rounds resampled]",
+          SPEED_FILES, lambda: speed.rotating(pooled())),
+    Table("speed-places", "The same rounds with each sample divided by the mean t/s at its place in the process "
+          "(every configuration's, over the rounds drawn), and ggml's own level (1: the configurations' average)",
+          SPEED_FILES, lambda: speed.places(pooled())),
+    Table("speed-sessions", "The place-adjusted ratios of each session alone, and ggml's level there", SPEED_FILES,
+          lambda: speed.sessions(speed_sessions())),
+    Table("graph-counts", "CUDA graphs per llama-bench run (every context summed, median over runs) and the pools' "
+          "synchronizes, configurations with the same counts on one row", tarballs(*SPEED) + ": bench-*-rN.stats",
+          lambda: speed.graph_counts(speed_sessions())),
+    Table("speculative", "Speculative decoding at c6a7e02 (llama-speculative-simple): decode t/s, ratio to ggml "
+          "[95% paired interval], pool allocations and ms in pool calls per run",
+          tarballs("c6a7e02") + ": spec-*-rN.log, .stats", lambda: speculative.table(source.session("c6a7e02"))),
+    Table("growing", "The growing sweep under memory pressure (free memory S + H MiB): configuration x H, ok (the "
+          "pools' peak reserved, their reclaims and flushes) or aborted (the reason the log gives), blank where not "
+          "run; e17176c's runs where they differ from 7ce09b6's; neighbouring H that agree share a column",
+          tarballs("7ce09b6", "e17176c") + ": growing-*-hH.log, .stats",
+          lambda: pressure.table(source.sessions("7ce09b6", "e17176c"))),
+    Table("faults", "The faults step at e17176c per kind and case: how the run ended, its text against the run "
+          "without faults, the pool's first recovery line", tarballs("e17176c") + ": completion-KIND-CASE.log, .txt",
+          lambda: runs.faults(source.session("e17176c"))),
+    Table("ops", "test-backend-ops -b CUDA0 per session and configuration: tests passed, FAIL lines, exit status",
+          tarballs("5238ef3", "e17176c", "3bfa8b8") + ": ops-*.txt, .log",
+          lambda: runs.ops(source.sessions("5238ef3", "e17176c", "3bfa8b8"))),
+    Table("greedy", "Greedy generation (llama-completion, 64 tokens): the text's md5 per configuration and session",
+          tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8") + ": completion-CONFIG.txt",
+          lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8"))),
+    Table("bench-async", "bench-async on an H200: ns per hit pair (HitPair/kind:N, N a GGML_CPOOL_KIND_*: 1 vmm, 2 "
+          "legacy, 3 plain, 4 async) and per capture-status query (api 0 the runtime's, 1 the driver's), min-max of "
+          "3 runs' medians of real time, before and after the driver's capture query",
+          tarballs("c6a7e02") + ": bench-async/*.json", lambda: benchmarks.bench_async(source.session("c6a7e02"))),
+    Table("gpu-test", "scripts/gpu-test.sh's summary at 3bfa8b8 (one H200)", tarballs("3bfa8b8") + ": gpu/summary.txt",
+          lambda: text.gpu_summary(source.session("3bfa8b8"))),
+    Table("bench-hit", "bench-hit on the sim driver: median CPU ns per alloc + free pair by kind and cached buffers, "
+          "ratio to the ggml-style pool", "docs/results/bench-hit-*.json", benchmarks.bench_hit),
+    Table("demo", "The demo's pool report on the sim driver (scripts/run.sh's; scripts/figures.sh)",
+          "docs/results/sim/demo.txt", lambda: text.sim("demo")),
+    Table("replay-700mib", "The demo's trace replayed against every configuration at 700 MiB (scripts/figures.sh; "
+          "the stranded mean, which follows the recording's timing, left out)", "docs/results/sim/replay-700mib.txt",
+          lambda: text.sim("replay-700mib")),
+    Table("replay-95pct", "The demo's trace replayed where its peak request fills 95% of the device (as "
+          "replay-700mib)", "docs/results/sim/replay-95pct.txt", lambda: text.sim("replay-95pct")),
+    Table("replay-llama", "The llama.cpp depth-sweep trace (docs/traces/llama-1b-f16-q8_0.trace.xz) replayed at "
+          "8 GiB a device (scripts/figures.sh)", "docs/results/sim/replay-llama.txt", lambda: text.sim("replay-llama")),
+)
+BY_NAME = {t.name: t for t in TABLES}
+
+
+@functools.lru_cache(maxsize=None)
+def render(name):
+    """NAME's table; KeyError for a name no table has"""
+    return BY_NAME[name].render()

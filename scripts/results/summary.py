@@ -1,0 +1,33 @@
+"""The tables of one results folder (scripts/llama.sh summary): every table family that finds
+its files there, each under a heading."""
+
+from . import pressure, rounds, runs, speculative, speed
+
+
+def sections(folder):
+    """[(heading, table)] of the families with files in the folder"""
+    bench = rounds.read(folder)
+    names = folder.names()
+
+    def has(prefix, suffix=""):
+        return any(n.startswith(prefix) and n.endswith(suffix) for n in names)
+    found = [
+        ("test-backend-ops -b CUDA0", has("ops-", ".txt"), lambda: runs.ops([folder])),
+        ("llama-completion, greedy: the text's md5", has("completion-", ".txt"), lambda: runs.greedy([folder])),
+        ("faults: how each run ended, its text against the run without faults, the first recovery line",
+         has("completion-", ".log"), lambda: runs.faults(folder)),
+        ("llama-bench t/s: ggml's median and spread, ratio of medians to ggml [95% paired bootstrap]",
+         bool(bench.runs), lambda: speed.rotating(bench)),
+        ("llama-bench, rotating rounds, each sample over the mean t/s at its place in the process",
+         bool(speed.placed(bench)), lambda: speed.places(bench)),
+        ("CUDA graphs per llama-bench run and the pools' synchronizes", bool(bench.graphs),
+         lambda: speed.graph_counts([(folder.label, bench)])),
+        ("speculative decoding", has("spec-", ".log"), lambda: speculative.table(folder)),
+        ("under memory pressure, prompts of growing length", has("growing-", ".log"),
+         lambda: pressure.table([folder])),
+    ]
+    return [(heading, render()) for heading, present, render in found if present]
+
+
+def text(folder):
+    return "".join(f"### {heading}\n\n{table}\n" for heading, table in sections(folder) if table)

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""A table of the docs against its source files: `growing` (the growing sweep under memory
+pressure) regenerated from docs/results/h200-7ce09b6.tar.xz and h200-e17176c.tar.xz must read as
+tests/results/growing.md does. And the generated blocks of a page (tests/results/blocks.md, a copy
+of it): `results.py check` names the stale block and the unknown one, exit 1; `results.py tables`
+rewrites the stale one from its files, leaving the text around it and the unknown block as they
+are, and still fails for the unknown one; a block left open is refused, the file left as it is.
+
+    check-results-table.py SCRIPTS_DIR TESTS_RESULTS_DIR
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from results_check import check
+from results import registry  # noqa: E402  (results_check puts it on the path)
+
+SCRIPTS, FIXTURES = sys.argv[1:3]
+
+
+def results_py(*args):
+    return subprocess.run([sys.executable, os.path.join(SCRIPTS, "results.py"), *args], capture_output=True, text=True)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def check_growing():
+    got, want = registry.render("growing"), read(os.path.join(FIXTURES, "growing.md"))
+    check(got == want, "growing from its tarballs reads as tests/results/growing.md", got)
+
+
+def check_blocks(tmp):
+    page = os.path.join(tmp, "page.md")
+    shutil.copy(os.path.join(FIXTURES, "blocks.md"), page)
+    before = read(page)
+    done = results_py("check", page)
+    check(done.returncode == 1 and "ops is stale" in done.stdout and "unknown table no-such-table" in done.stdout
+          and read(page) == before, "check names the stale block and the unknown one, writing nothing",
+          done.stdout + done.stderr)
+    done = results_py("tables", page)
+    after = read(page)
+    ops = "<!-- generated: ops -->\n" + registry.render("ops") + "<!-- /generated -->\n"
+    check(done.returncode == 1 and ops in after and "12987/12988" not in after, "tables rewrites the stale block "
+          "and fails for the unknown one", done.stdout + done.stderr + after)
+    outside = [line for line in before.splitlines() if line.startswith("Text") or "no-such-table" in line]
+    check(all(line in after.splitlines() for line in outside), "the text around the blocks stays", after)
+    done = results_py("check", page)
+    check(done.returncode == 1 and "stale" not in done.stdout, "check then names the unknown block alone",
+          done.stdout)
+    with open(page, "a") as f:
+        f.write("<!-- generated: ops -->\n")
+    before = read(page)
+    done = results_py("tables", page)
+    check(done.returncode == 1 and "not closed" in done.stdout and read(page) == before,
+          "a block left open: refused, the file left as it is", done.stdout + done.stderr)
+
+
+if __name__ == "__main__":
+    check_growing()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_blocks(tmp)
