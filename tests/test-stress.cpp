@@ -60,17 +60,17 @@ class model {
 
 // legacy and plain without out-of-memory: cached buffers by size (best fit, the most recently
 // cached of a size first), 256 slots, and the headroom rule: before a miss would make the pool
-// hold more than the default headroom above its peak live bytes, least recently cached go back.
-// Buffers that served a growing request and still hold the latest one wait in a reserve of their
-// own, for growing requests only, which the headroom rule leaves alone
+// hold more than the default headroom above its peak live bytes, least recently cached go back,
+// outgrown growing buffers first. Buffers that served a growing request and still hold the latest
+// one wait in a reserve of their own, for growing requests only, which the headroom rule leaves alone
 class legacy_model : public model {
   public:
     size_t alloc(size_t size, bool overallocate, uintptr_t ptr) override {
         if (overallocate) {
             need_ = size;
             for (size_t i = growth_.size(); i-- > 0;) {
-                if (growth_[i].first < size) { // outgrown: an ordinary cached buffer from now on
-                    cache_[growth_[i].first].push_back(growth_[i].second);
+                if (growth_[i].first < size) { // outgrown: cached for any request, first to go back
+                    cache_[growth_[i].first].push_back(++outgrown_);
                     count_++;
                     growth_.erase(growth_.begin() + std::ptrdiff_t(i));
                 }
@@ -179,7 +179,7 @@ class legacy_model : public model {
     size_t                                   need_ = 0; // the latest growing request
     const uint32_t pct_ = ggml_cpool_ctx_default_params().headroom_pct;
     size_t         count_ = 0;
-    uint64_t       clock_ = 0;
+    uint64_t       outgrown_ = 0, clock_ = uint64_t(1) << 62; // outgrown stamps: older than any use
 };
 
 // the VMM pool: a stack of blocks over chunks mapped at the granularity; a freed block below the
