@@ -56,8 +56,12 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (r.growing()) {
         note_growth(r.size);
     }
-    if ((r.growing() && take_reserved(r.size, &hit)) || bins_.take(r.size, &hit)) {
-        if (r.growing()) {
+    const bool reserved = r.growing() && take_reserved(r.size, &hit);
+    if (reserved || bins_.take(r.size, &hit)) {
+        // a growing request's buffer goes to the reserve once freed, but not an ordinary one
+        // larger than its miss would take: that was made for another request (a weight matrix's
+        // dequantization), which would miss while it waits there for growing requests only
+        if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
             growing_out_.push_back(hit.ptr); // within the room note_growth made
         }
         *ptr    = hit.ptr;

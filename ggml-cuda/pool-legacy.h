@@ -9,7 +9,8 @@
 // growing request (OVERALLOCATE) and is still large enough for the latest one is kept in the
 // growth reserve: only growing requests take it, and the headroom rule leaves it, so the 2x it
 // was allocated with serves the steps that follow (out-of-memory recovery and trim still give it
-// back).
+// back). Not an ordinary cached buffer larger than the growing request's miss would take, which
+// best fit lent it: that one goes back to the ordinary cache, for the request it was made for.
 
 #include "pool.h"
 #include "size-bins.h"

@@ -249,6 +249,25 @@ TEST_F(Legacy, CacheHoldsAtMost256BuffersAndReturnsTheRest) {
     EXPECT_EQ(s.generation, 1u);
 }
 
+// a growing request that best fit serves from an ordinary buffer larger than its own miss would
+// take (2x the request) leaves that buffer ordinary once freed: the request it was made for finds
+// it again, rather than missing while it waits in the growth reserve for growing requests only
+TEST_F(Legacy, AGrowingRequestLeavesALargerOrdinaryBufferOrdinary) {
+    open(256 * MiB);
+    buf weights = alloc(pool_, 64 * MiB);
+    release(pool_, weights);
+    buf kv = alloc(pool_, 4 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE); // the only cached buffer: a hit
+    EXPECT_EQ(kv.ptr, weights.ptr);
+    release(pool_, kv);
+    buf again = alloc(pool_, 64 * MiB);
+    EXPECT_EQ(again.ptr, weights.ptr) << "the ordinary request missed its own buffer";
+    EXPECT_EQ(stats_of(pool_).driver_allocs, 1u);
+    release(pool_, again);
+    buf grown = alloc(pool_, 5 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE); // still served, from the ordinary cache
+    EXPECT_EQ(grown.ptr, weights.ptr);
+    release(pool_, grown);
+}
+
 // another tenant of the device (raw driver allocations, outside every pool): its memory is what
 // makes the pool run out, and its own refusal is not left latched for the pool to see
 TEST(LegacyCoTenant, ATenantsMemoryMakesThePoolReclaim) {

@@ -61,8 +61,8 @@ class model {
 // legacy and plain without out-of-memory: cached buffers by size (best fit, the most recently
 // cached of a size first), 256 slots, and the headroom rule: before a miss would make the pool
 // hold more than the default headroom above its peak live bytes, least recently cached go back,
-// outgrown growing buffers first. Buffers that served a growing request and still hold the latest
-// one wait in a reserve of their own, for growing requests only, which the headroom rule leaves alone
+// outgrown growing buffers first. Buffers that served a growing request (not larger than its miss)
+// and still hold the latest one wait in a reserve for growing requests, which the headroom rule leaves
 class legacy_model : public model {
   public:
     size_t alloc(size_t size, bool overallocate, uintptr_t ptr) override {
@@ -90,8 +90,9 @@ class legacy_model : public model {
                 return actual;
             }
         }
-        auto it = cache_.lower_bound(size);
-        if (overallocate) {
+        auto         it   = cache_.lower_bound(size);
+        const size_t miss = round_up(overallocate ? 2 * size : size + size / 20, 256);
+        if (overallocate && (it == cache_.end() || it->first <= miss)) { // not a larger one made for another request
             growing_out_.insert(ptr);
         }
         if (it != cache_.end()) {
@@ -105,11 +106,10 @@ class legacy_model : public model {
             on_alloc(actual, true);
             return actual;
         }
-        size_t bytes = round_up(overallocate ? 2 * size : size + size / 20, 256);
-        keep_within_headroom(bytes);
-        on_driver(bytes, true);
-        on_alloc(bytes, false);
-        return bytes;
+        keep_within_headroom(miss);
+        on_driver(miss, true);
+        on_alloc(miss, false);
+        return miss;
     }
     void free(uintptr_t ptr, size_t actual) override {
         s.live_bytes -= actual;
