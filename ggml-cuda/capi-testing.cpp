@@ -66,6 +66,18 @@ ggml_cpool_status ggml_cpool_driver_synchronize(ggml_cpool_driver_t driver, int 
     return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.synchronize(device); });
 }
 
+ggml_cpool_status ggml_cpool_driver_malloc(ggml_cpool_driver_t driver, int device, size_t size, void ** ptr) {
+    if (ptr == nullptr) {
+        return null_arg(__func__, "ptr");
+    }
+    *ptr = nullptr;
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.malloc(device, size, ptr); });
+}
+
+ggml_cpool_status ggml_cpool_driver_free(ggml_cpool_driver_t driver, int device, void * ptr) {
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.free(device, ptr); });
+}
+
 int ggml_cpool_driver_error_latched(ggml_cpool_driver_t driver) {
     return driver && driver->ref.drv->error_latched() ? 1 : 0;
 }

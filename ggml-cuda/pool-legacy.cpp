@@ -24,9 +24,9 @@ void pool_legacy::note_growth(size_t size) {
     reserve_at_least(growing_out_, growing_out_.size() + 1);
     growth_need_ = size;
     for (size_t i = growth_.size(); i-- > 0;) {
-        if (growth_[i].size < size) { // outgrown: any request may use it now, the headroom rule may give it back
+        if (growth_[i].size < size) { // outgrown: any request may use it now, and it goes back first
             bins_.reserve(growth_[i].size);
-            bins_.put(growth_[i].ptr, growth_[i].size, growth_[i].last_use);
+            bins_.put(growth_[i].ptr, growth_[i].size, ++outgrown_);
             growth_.erase(growth_.begin() + std::ptrdiff_t(i));
         }
     }
@@ -56,8 +56,12 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (r.growing()) {
         note_growth(r.size);
     }
-    if ((r.growing() && take_reserved(r.size, &hit)) || bins_.take(r.size, &hit)) {
-        if (r.growing()) {
+    const bool reserved = r.growing() && take_reserved(r.size, &hit);
+    if (reserved || bins_.take(r.size, &hit)) {
+        // a growing request's buffer goes to the reserve once freed, but not an ordinary one
+        // larger than its miss would take: that was made for another request (a weight matrix's
+        // dequantization), which would miss while it waits there for growing requests only
+        if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
             growing_out_.push_back(hit.ptr); // within the room note_growth made
         }
         *ptr    = hit.ptr;
@@ -230,8 +234,9 @@ bool pool_legacy::release(const size_bins::buffer & b) {
 }
 
 size_t pool_legacy::release_oldest(size_t target, scope which) {
-    // oldest first, by a scan per buffer: no allocation, so this also serves destruction; each
-    // cached buffer has a use of its own on the clock, so `after` steps over the refused ones
+    // oldest stamp first (outgrown buffers, then least recently used), by a scan per buffer: no
+    // allocation, so this also serves destruction; each cached buffer has a stamp of its own, so
+    // `after` steps over the refused ones
     size_t   freed = 0;
     uint64_t after = 0;
     while (freed < target) {
@@ -272,7 +277,7 @@ bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
         // still as large as the latest growing request: kept for the next steps of the growth
         if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
             bins_.forget_out(actual);
-            growth_.push_back({ ptr, actual, clock_ }); // within the room take_growing made
+            growth_.push_back({ ptr, actual, clock_ }); // within the room note_growth made
             return true;
         }
     }

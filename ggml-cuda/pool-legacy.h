@@ -2,13 +2,15 @@
 // Legacy pool: caches whole freed buffers and serves best fit. On a driver out-of-memory it
 // frees least-recently-used cached buffers (3x the request), retries, then flushes everything
 // and retries once (option lru off: flush and retry only, the plain kind). What it holds stays
-// near what it has needed at once: before a miss takes more from the driver, least-recently-used
-// cached buffers go back until the pool would hold at most `headroom_pct` percent above its peak
-// live bytes, so buffers that a growing request has outgrown are not stranded. A buffer that
-// served a growing request (OVERALLOCATE) and is still large enough for the latest one is kept
-// in the growth reserve: only growing requests take it, and the headroom rule leaves it, so the
-// 2x it was allocated with serves the steps that follow (out-of-memory recovery and trim still
-// give it back).
+// near what it has needed at once: before a miss takes more from the driver, cached buffers that
+// a growing request has outgrown, then least-recently-used ones, go back until the pool would
+// hold at most `headroom_pct` percent above its peak live bytes, so outgrown buffers are not
+// stranded (out-of-memory recovery, too, takes outgrown buffers first). A buffer that served a
+// growing request (OVERALLOCATE) and is still large enough for the latest one is kept in the
+// growth reserve: only growing requests take it, and the headroom rule leaves it, so the 2x it
+// was allocated with serves the steps that follow (out-of-memory recovery and trim still give it
+// back). Not an ordinary cached buffer larger than the growing request's miss would take, which
+// best fit lent it: that one goes back to the ordinary cache, for the request it was made for.
 
 #include "pool.h"
 #include "size-bins.h"
@@ -80,7 +82,14 @@ class pool_legacy final : public pool {
     std::vector<size_bins::buffer> growth_;
     std::vector<void *>            growing_out_;
     size_t                         growth_need_ = 0; // the latest growing request
-    uint64_t  clock_ = 0; // ticks once per alloc and free: a total order of uses
+    // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
+    // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any
+    // buffer a request has used, however recently the growing buffer itself was used: nothing
+    // asks for it again, while a scratch freed just before it (ggml frees in reverse order) is
+    // asked for again in the next step
+    static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
+    uint64_t  clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
+    uint64_t  outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
 };
 
 } // namespace gcp

@@ -69,6 +69,10 @@ GGML_CPOOL_API size_t                       ggml_cpool_driver_outstanding  (ggml
 GGML_CPOOL_API size_t                       ggml_cpool_driver_used         (ggml_cpool_driver_t driver, int device);
 // calls made through this driver handle (GGML_CPOOL_CALL_COUNT: all kinds together)
 GGML_CPOOL_API uint64_t                     ggml_cpool_driver_calls        (ggml_cpool_driver_t driver, enum ggml_cpool_call call);
+// device memory straight from the driver, outside every pool: another tenant of the device, or a
+// probe of the largest block that still fits (a failure is not left latched)
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_malloc       (ggml_cpool_driver_t driver, int device, size_t size, void ** ptr);
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_free         (ggml_cpool_driver_t driver, int device, void * ptr);
 // whether the driver holds an error a later unrelated call would report (CUDA's sticky last error)
 GGML_CPOOL_API int                          ggml_cpool_driver_error_latched(ggml_cpool_driver_t driver);
 

@@ -249,6 +249,48 @@ TEST_F(Legacy, CacheHoldsAtMost256BuffersAndReturnsTheRest) {
     EXPECT_EQ(s.generation, 1u);
 }
 
+// a growing request that best fit serves from an ordinary buffer larger than its own miss would
+// take (2x the request) leaves that buffer ordinary once freed: the request it was made for finds
+// it again, rather than missing while it waits in the growth reserve for growing requests only
+TEST_F(Legacy, AGrowingRequestLeavesALargerOrdinaryBufferOrdinary) {
+    open(256 * MiB);
+    buf weights = alloc(pool_, 64 * MiB);
+    release(pool_, weights);
+    buf kv = alloc(pool_, 4 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE); // the only cached buffer: a hit
+    EXPECT_EQ(kv.ptr, weights.ptr);
+    release(pool_, kv);
+    buf again = alloc(pool_, 64 * MiB);
+    EXPECT_EQ(again.ptr, weights.ptr) << "the ordinary request missed its own buffer";
+    EXPECT_EQ(stats_of(pool_).driver_allocs, 1u);
+    release(pool_, again);
+    buf grown = alloc(pool_, 5 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE); // still served, from the ordinary cache
+    EXPECT_EQ(grown.ptr, weights.ptr);
+    release(pool_, grown);
+}
+
+// another tenant of the device (raw driver allocations, outside every pool): its memory is what
+// makes the pool run out, and its own refusal is not left latched for the pool to see
+TEST(LegacyCoTenant, ATenantsMemoryMakesThePoolReclaim) {
+    sim_device       device(sim_params(64 * MiB));
+    ggml_cpool_ctx_t ctx    = make_ctx_with_headroom(device.drv, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_HEADROOM_UNLIMITED);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           tenant = nullptr, *refused = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_malloc(device.drv, 0, 30 * MiB, &tenant), GGML_CPOOL_STATUS_OK);
+    buf a = alloc(pool, 16 * MiB); // placed after the tenant: 17.2 MiB stay free behind it
+    release(pool, a);
+    EXPECT_EQ(ggml_cpool_driver_malloc(device.drv, 0, 20 * MiB, &refused), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+    EXPECT_EQ(refused, nullptr);
+    EXPECT_FALSE(ggml_cpool_driver_error_latched(device.drv));
+    EXPECT_EQ(ggml_cpool_driver_used(device.drv, 0), 30 * MiB + a.size);
+    buf b = alloc(pool, 20 * MiB); // 21 MiB do not fit in 17.2: the cached buffer goes back
+    EXPECT_EQ(stats_of(pool).lru_reclaims, 1u);
+    EXPECT_EQ(stats_of(pool).cached_bytes, 0u);
+    release(pool, b);
+    EXPECT_EQ(ggml_cpool_driver_free(device.drv, 0, tenant), GGML_CPOOL_STATUS_OK);
+    EXPECT_EQ(ggml_cpool_driver_free(device.drv, 0, tenant), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "freed twice";
+    ggml_cpool_ctx_free(ctx);
+}
+
 TEST_F(Legacy, ReclaimMovesTheGenerationAndPeakTracksReserved) {
     fragment();
     uint64_t before = ggml_cpool_generation(pool_);

@@ -61,17 +61,17 @@ class model {
 
 // legacy and plain without out-of-memory: cached buffers by size (best fit, the most recently
 // cached of a size first), 256 slots, and the headroom rule: before a miss would make the pool
-// hold more than the default headroom above its peak live bytes, least recently cached go back.
-// Buffers that served a growing request and still hold the latest one wait in a reserve of their
-// own, for growing requests only, which the headroom rule leaves alone
+// hold more than the default headroom above its peak live bytes, least recently cached go back,
+// outgrown growing buffers first. Buffers that served a growing request (not larger than its miss)
+// and still hold the latest one wait in a reserve for growing requests, which the headroom rule leaves
 class legacy_model : public model {
   public:
     size_t alloc(size_t size, bool overallocate, uintptr_t ptr) override {
         if (overallocate) {
             need_ = size;
             for (size_t i = growth_.size(); i-- > 0;) {
-                if (growth_[i].first < size) { // outgrown: an ordinary cached buffer from now on
-                    cache_[growth_[i].first].push_back(growth_[i].second);
+                if (growth_[i].first < size) { // outgrown: cached for any request, first to go back
+                    cache_[growth_[i].first].push_back(++outgrown_);
                     count_++;
                     growth_.erase(growth_.begin() + std::ptrdiff_t(i));
                 }
@@ -91,8 +91,9 @@ class legacy_model : public model {
                 return actual;
             }
         }
-        auto it = cache_.lower_bound(size);
-        if (overallocate) {
+        auto         it   = cache_.lower_bound(size);
+        const size_t miss = round_up(overallocate ? 2 * size : size + size / 20, 256);
+        if (overallocate && (it == cache_.end() || it->first <= miss)) { // not a larger one made for another request
             growing_out_.insert(ptr);
         }
         if (it != cache_.end()) {
@@ -106,11 +107,10 @@ class legacy_model : public model {
             on_alloc(actual, true);
             return actual;
         }
-        size_t bytes = round_up(overallocate ? 2 * size : size + size / 20, 256);
-        keep_within_headroom(bytes);
-        on_driver(bytes, true);
-        on_alloc(bytes, false);
-        return bytes;
+        keep_within_headroom(miss);
+        on_driver(miss, true);
+        on_alloc(miss, false);
+        return miss;
     }
     void free(uintptr_t ptr, size_t actual) override {
         s.live_bytes -= actual;
@@ -180,7 +180,7 @@ class legacy_model : public model {
     size_t                                   need_ = 0; // the latest growing request
     const uint32_t pct_ = ggml_cpool_ctx_default_params().headroom_pct;
     size_t         count_ = 0;
-    uint64_t       clock_ = 0;
+    uint64_t       outgrown_ = 0, clock_ = uint64_t(1) << 62; // outgrown stamps: older than any use
 };
 
 // the VMM pool: a stack of blocks over chunks mapped at the granularity; a freed block below the

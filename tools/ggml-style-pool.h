@@ -1,29 +1,37 @@
 #pragma once
-// bench-hit's baseline: a pool shaped like ggml-master's legacy CUDA pool, written from its
-// description. A fixed array of 256 slots; alloc scans every slot for the smallest cached buffer
-// that holds the request (best fit) and stops early only at one of exactly the requested size; a
-// miss allocates round_up(1.05 x size, 256); free puts the buffer into the first empty slot, or
-// releases it when none is left. It checks nothing: a foreign pointer, a double free or a wrong
-// size are taken as given. Host memory stands in for the device (only hits are timed).
+// A pool shaped like ggml's legacy CUDA pool (ggml_cuda_pool_leg at the pinned llama.cpp), written
+// from its description. A fixed array of 256 slots; alloc scans every slot for the smallest cached
+// buffer that holds the request (best fit) and stops early only at one of exactly the requested
+// size; a miss allocates round_up(1.05 x size, 256); when that allocation fails, it synchronizes,
+// frees every cached buffer and retries once (a second failure aborts in ggml: here the pool
+// returns null). free puts the buffer into the first empty slot, or releases it when none is
+// left. It checks nothing: a foreign pointer, a double free or a wrong size are taken as given.
+//
+// Where its memory comes from is a parameter: host memory for bench-hit (only hits are timed),
+// a sim device for reclaim-sim. Memory has alloc(size) (null when refused), free(ptr) and
+// synchronize().
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 
-class ggml_style_pool {
+// host memory stands in for the device
+struct ggml_style_host_memory {
+    void * alloc(size_t size) { return std::malloc(size); }
+    void   free(void * ptr) { std::free(ptr); }
+    void   synchronize() {}
+};
+
+template <typename Memory> class ggml_style_pool_on {
   public:
     static constexpr int    MAX_BUFFERS        = 256;
     static constexpr size_t LOOK_AHEAD_DIVISOR = 20; // 5% more on a miss
     static constexpr size_t ROUNDING           = 256;
 
-    ggml_style_pool()                                   = default;
-    ggml_style_pool(const ggml_style_pool &)             = delete;
-    ggml_style_pool & operator=(const ggml_style_pool &) = delete;
-    ~ggml_style_pool() {
-        for (slot & s : slots_) {
-            std::free(s.ptr);
-        }
-    }
+    explicit ggml_style_pool_on(Memory memory = Memory()) : memory_(memory) {}
+    ggml_style_pool_on(const ggml_style_pool_on &)             = delete;
+    ggml_style_pool_on & operator=(const ggml_style_pool_on &) = delete;
+    ~ggml_style_pool_on() { clear(); }
 
     // a call boundary, as ggml's virtual alloc and free are: the compiler may not fold the pair
     __attribute__((noinline)) void * alloc(size_t size, size_t * actual) {
@@ -46,8 +54,15 @@ class ggml_style_pool {
             s        = {};
             return p;
         }
-        *actual = (size + size / LOOK_AHEAD_DIVISOR + ROUNDING - 1) / ROUNDING * ROUNDING;
-        return std::malloc(*actual);
+        *actual  = (size + size / LOOK_AHEAD_DIVISOR + ROUNDING - 1) / ROUNDING * ROUNDING;
+        void * p = memory_.alloc(*actual);
+        if (p == nullptr) {
+            memory_.synchronize();
+            clear();
+            flushes_++;
+            p = memory_.alloc(*actual);
+        }
+        return p;
     }
 
     __attribute__((noinline)) void free(void * ptr, size_t size) {
@@ -57,13 +72,31 @@ class ggml_style_pool {
                 return;
             }
         }
-        std::free(ptr);
+        memory_.free(ptr);
     }
+
+    // out-of-memory recoveries: every one freed all that was cached
+    uint64_t flushes() const { return flushes_; }
+    Memory & memory() { return memory_; }
 
   private:
     struct slot {
         void * ptr  = nullptr;
         size_t size = 0;
     };
-    slot slots_[MAX_BUFFERS];
+
+    void clear() {
+        for (slot & s : slots_) {
+            if (s.ptr != nullptr) {
+                memory_.free(s.ptr);
+                s = {};
+            }
+        }
+    }
+
+    Memory   memory_;
+    slot     slots_[MAX_BUFFERS];
+    uint64_t flushes_ = 0;
 };
+
+using ggml_style_pool = ggml_style_pool_on<ggml_style_host_memory>;

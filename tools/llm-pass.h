@@ -22,11 +22,12 @@ struct llm_shape {
     size_t kv_embd; // K/V width (embd / group size under grouped-query attention)
 };
 
-// one pass over `batch` new tokens with `ctx` tokens in the cache; returns how many
-// allocations failed (the rest of that layer's group is then skipped, as a backend would abort
-// the graph)
-inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int batch, int ctx,
-                       const llm_calls & calls = {}) {
+// one pass over `batch` new tokens with `ctx` tokens in the cache, over any allocator:
+// get(size, flags, &ptr, &actual) says whether it served the request, put(ptr, actual) takes a
+// buffer back. Returns how many allocations failed (the rest of that layer's group is then
+// skipped, as a backend would abort the graph)
+template <typename Get, typename Put>
+int llm_forward_over(Get && get_buffer, Put && put_buffer, const llm_shape & m, bool overallocate, int batch, int ctx) {
     constexpr size_t F16 = 2, F32 = 4;
     struct scratch {
         void * ptr;
@@ -36,7 +37,7 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
     int                  errors = 0;
     auto get = [&](size_t size, uint32_t flags) {
         scratch s{};
-        if (calls.alloc(pool, size, flags, &s.ptr, &s.size) != GGML_CPOOL_STATUS_OK) {
+        if (!get_buffer(size, flags, &s.ptr, &s.size)) {
             errors++;
             return false;
         }
@@ -45,7 +46,7 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
     };
     auto put_all = [&] {
         for (auto it = held.rbegin(); it != held.rend(); ++it) {
-            calls.free(pool, it->ptr, it->size);
+            put_buffer(it->ptr, it->size);
         }
         held.clear();
     };
@@ -62,6 +63,16 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
         put_all();
     }
     return errors;
+}
+
+// the same pass over a pool of this module
+inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int batch, int ctx,
+                       const llm_calls & calls = {}) {
+    return llm_forward_over(
+        [&](size_t size, uint32_t flags, void ** ptr, size_t * actual) {
+            return calls.alloc(pool, size, flags, ptr, actual) == GGML_CPOOL_STATUS_OK;
+        },
+        [&](void * ptr, size_t actual) { calls.free(pool, ptr, actual); }, m, overallocate, batch, ctx);
 }
 
 // one session: the prompt in batches of `ubatch` tokens, then `tokens` decode steps, each with
