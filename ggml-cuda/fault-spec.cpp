@@ -144,7 +144,7 @@ status parse_fault_spec(const char * text, fault_spec * out, const char * source
         }
         size_t eq = term.find('=');
         if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
-            GCP_LOG_ERROR("%s '%s': cannot read '%s' (README: Fault injection); %s", source, all.c_str(),
+            GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, all.c_str(),
                           term.c_str(), outcome);
             return INVALID_ARGUMENT;
         }

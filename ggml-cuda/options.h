@@ -1,6 +1,6 @@
 #pragma once
 // The module's reading of the options table (ggml-cuda-pool-options.h, where every variable the
-// module and its integrations read is a row; README lists each one). It sits below every other
+// module and its integrations read is a row; docs/design.md lists each one). It sits below every other
 // file: the logger reads its level here, and env.h's checked readings (which log what they
 // refuse) build on it.
 

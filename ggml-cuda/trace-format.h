@@ -1,7 +1,7 @@
 #pragma once
 // The trace file's vocabulary, shared by the writer (trace.cpp) and the readers (tools/): a
 // header line, a column line, then one line per call into the module, fields separated by one
-// space, NONE where a call has no such field. README "Trace and replay" documents each field.
+// space, NONE where a call has no such field. docs/trace-and-replay.md documents each field.
 
 #include "ggml-cuda-pool.h"
 

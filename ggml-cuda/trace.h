@@ -1,5 +1,5 @@
 #pragma once
-// Tracing and timing of the calls into the module (README: Trace and replay). Off, a call pays
+// Tracing and timing of the calls into the module (docs/trace-and-replay.md). Off, a call pays
 // one well-predicted branch on one flag word: no clock read, no lock. On, every pool call is
 // timed into its pool's stats (call_ns), and while a trace records, each call becomes one line
 // (trace-format.h) through a buffered writer. The hooks sit in capi.cpp, around the public calls.

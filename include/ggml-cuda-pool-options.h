@@ -1,7 +1,7 @@
 #pragma once
 
 // ggml-cuda-pool: every environment variable the module and its integrations read, in one table.
-// Each row names its variable, who reads it and the values it takes; README says what each does
+// Each row names its variable, who reads it and the values it takes; docs/design.md says what each does
 // (Environment variables, Use from llama.cpp, Use from PyTorch).
 //
 // The table is constants, not calls into the module: the module (ggml-cuda/options.h), the

@@ -27,7 +27,7 @@ struct ggml_cpool_sim_params {
 };
 
 // The driver calls, one row each: X(NAME, "spec name", takes). The enum below, the names fault
-// specs use (README: Fault injection) and the per-call counters all come from this table.
+// specs use (docs/fault-injection.md) and the per-call counters all come from this table.
 // takes: MEMORY, device memory of the size asked (a one-shot fault fires on it); RESOURCE,
 // something else the device can run out of; NOTHING. An injected failure of a call that takes
 // something is an out-of-memory, of any other a driver error.
@@ -82,8 +82,8 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_release_thresh
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_pool_usage           (ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_synchronize          (ggml_cpool_driver_t driver, int device);
 
-// fault injection: a driver that forwards to `inner` and fails the calls `spec` names (README:
-// Fault injection); set_faults re-arms it, NULL or "" disarms it
+// fault injection: a driver that forwards to `inner` and fails the calls `spec` names
+// (docs/fault-injection.md); set_faults re-arms it, NULL or "" disarms it
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec, ggml_cpool_driver_t * out);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_faults  (ggml_cpool_driver_t fault, const char * spec);
 GGML_CPOOL_API uint64_t                     ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault);

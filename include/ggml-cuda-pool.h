@@ -166,7 +166,7 @@ GGML_CPOOL_API uint64_t                     ggml_cpool_generation(ggml_cpool_t p
 GGML_CPOOL_API enum ggml_cpool_kind         ggml_cpool_get_kind  (ggml_cpool_t pool); // the kind in effect
 GGML_CPOOL_API int                          ggml_cpool_get_device(ggml_cpool_t pool);
 
-// tracing (README: Trace and replay): every later call into the module, one line each, to `path`;
+// tracing (docs/trace-and-replay.md): every later call into the module, one line each, to `path`;
 // GGML_CUDA_POOL_TRACE=<file> starts it at the first context creation. stop flushes and closes
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trace_start(const char * path);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_trace_stop (void);

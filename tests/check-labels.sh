@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ctest labels README lists select their tests. A test's labels are its executable's, so this
+# The ctest labels docs/testing.md lists select their tests. A test's labels are its executable's, so this
 # checks the executables hold what their labels promise: `multigpu` every test that needs two
 # GPUs, `fault` over the cuda driver every fault test of it, `gpu` every test over the cuda
 # driver and `unit` none.

@@ -1,4 +1,4 @@
-// Bad input, one case per row of README's table: each is answered with a status and exactly
+// Bad input, one case per row of docs/design.md's table: each is answered with a status and exactly
 // one log line, and leaves every pool consistent and every byte accounted for.
 
 #include "harness.h"

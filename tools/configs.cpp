@@ -1,5 +1,5 @@
-// The configurations a trace is replayed against: one table, a row each (README: Trace and
-// replay), and the lookups pool-replay makes in it.
+// The configurations a trace is replayed against: one table, a row each (docs/trace-and-replay.md),
+// and the lookups pool-replay makes in it.
 
 #include "replay.h"
 

@@ -1,5 +1,5 @@
 // pool-replay: plays a trace (GGML_CUDA_POOL_TRACE) against every pool configuration on the sim
-// driver and reports, per configuration, what the memory did (README: Trace and replay).
+// driver and reports, per configuration, what the memory did (docs/trace-and-replay.md).
 //
 //   pool-replay TRACE [--configs NAME,...|all] [--capacity MiB|FRACTION] [--faults SPEC]
 //                     [--perfetto OUT.json] [--samples N] [--verbose] [--list]
@@ -27,7 +27,7 @@ int usage(const char * argv0) {
             "                [--perfetto OUT.json] [--samples N] [--verbose] [--list]\n"
             "  --capacity   device memory per device: MiB (a number above 1), or the fraction of it that the\n"
             "               trace's peak requested bytes take (0.95 or 95%%); default %.2f\n"
-            "  --faults     a fault spec over the sim driver (README: Fault injection)\n"
+            "  --faults     a fault spec over the sim driver (docs/fault-injection.md)\n"
             "  --perfetto   write every configuration's counters and events as Chrome trace event JSON\n"
             "  --samples    timeline points per track in that file (default %zu)\n"
             "  --verbose    print the pools' log lines (by default only counted)\n"
@@ -271,7 +271,7 @@ int main(int argc, char ** argv) {
         return 2;
     }
     if (!a.o.faults.empty() && !faults_well_formed(a.o.faults)) {
-        fprintf(stderr, "pool-replay: --faults %s is not a fault spec (README: Fault injection)\n", a.o.faults.c_str());
+        fprintf(stderr, "pool-replay: --faults %s is not a fault spec (docs/fault-injection.md)\n", a.o.faults.c_str());
         return 2;
     }
     replay::trace t;

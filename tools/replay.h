@@ -33,7 +33,7 @@ std::vector<const config *> default_configs();
 
 struct options {
     size_t      capacity = 0; // device memory per device, bytes
-    std::string faults;       // a fault spec over the sim driver (README: Fault injection), or empty
+    std::string faults;       // a fault spec over the sim driver (docs/fault-injection.md), or empty
     size_t      samples  = 0; // timeline points per track (0: no timeline)
 };
 

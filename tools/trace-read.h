@@ -1,6 +1,6 @@
 #pragma once
-// Reads a trace file (GGML_CUDA_POOL_TRACE, format in ggml-cuda/trace-format.h and README
-// "Trace and replay") into records. A malformed file is refused whole, with the line and the
+// Reads a trace file (GGML_CUDA_POOL_TRACE, format in ggml-cuda/trace-format.h and
+// docs/trace-and-replay.md) into records. A malformed file is refused whole, with the line and the
 // reason: a replay of half a trace would report numbers that mean nothing.
 
 #include "../ggml-cuda/trace-format.h"

@@ -55,7 +55,7 @@ class torch_allocator {
     // refused with one line and stays as it was
     void   free(void * ptr, size_t size, int device, void * stream) noexcept;
 
-    // one statistics line per pool made so far (README: Use from PyTorch)
+    // one statistics line per pool made so far (docs/pytorch.md)
     std::vector<std::string> stats_lines() const;
     size_t                   live_buffers() const;
 

@@ -124,7 +124,7 @@ step_speculative() {
     done
 }
 
-# the pool calls of a llama-bench depth sweep, for pool-replay (README: Trace and replay); the
+# the pool calls of a llama-bench depth sweep, for pool-replay (docs/trace-and-replay.md); the
 # requests ggml makes do not depend on the pool kind, so one trace serves every kind and policy
 step_trace() {
     for kv in ${BENCH_KV:-f16 q8_0}; do
