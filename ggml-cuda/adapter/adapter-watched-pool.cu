@@ -1,5 +1,7 @@
 // ggml's own pool, watched for the stats line (only where GGML_CUDA_POOL_STATS asks for one):
-// what it hands out and keeps, from outside, and the time inside its calls.
+// what it hands out and keeps, from outside, and the time inside its calls. ggml's legacy pool
+// flushes its cache and retries once when the driver refuses an allocation; seen from outside, a
+// miss after which the pool holds less than before plus the new buffer was such a flush.
 
 #include "adapter-pools.cuh"
 
@@ -31,12 +33,13 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
     void * alloc(size_t size, size_t * actual_size) override {
-        void * ptr = nullptr;
+        const size_t before = reserved();
+        void *       ptr    = nullptr;
         {
             call_timer timer(&seen.call_ns);
             ptr = own->alloc(size, actual_size); // before *actual_size is read
         }
-        watch(*actual_size);
+        watch(*actual_size, before);
         return ptr;
     }
 
@@ -44,12 +47,13 @@ struct watched_pool final : ggml_cuda_pool {
         if (!config().kv_growing) {
             return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
         }
-        void * ptr = nullptr;
+        const size_t before = reserved();
+        void *       ptr    = nullptr;
         {
             call_timer timer(&seen.call_ns);
             ptr = own->alloc_overallocate(size, max_size, actual_size);
         }
-        watch(*actual_size);
+        watch(*actual_size, before);
         seen.note_growing(size, *actual_size);
         return ptr;
     }
@@ -65,11 +69,19 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
   private:
-    void watch(size_t actual) {
+    size_t reserved() const {
+        size_t   now = 0, peak = 0;
+        uint64_t drv = 0;
+        return own->driver_usage(&now, &peak, &drv) ? now : 0;
+    }
+
+    // after an allocation of `actual` bytes; `held`: what the pool reserved before it
+    void watch(size_t actual, size_t held) {
         size_t   reserved = 0, peak = 0;
         uint64_t before = seen.driver_allocs, after = 0;
         if (own->driver_usage(&reserved, &peak, &after)) {
             seen.driver_allocs = after;
+            seen.flushes += after != before && reserved < held + actual;
         }
         seen.allocs++;
         seen.hits += after == before;
