@@ -15,8 +15,11 @@ namespace cpool_adapter {
 std::unique_ptr<ggml_cuda_pool> make_module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool,
                                                  int device, int slot, cudaStream_t stream);
 
-// ggml's own pool `own`, watched for the stats line (only where GGML_CUDA_POOL_STATS asks for one)
+// ggml's own pool `own`, watched for the stats line (only where GGML_CUDA_POOL_STATS asks for one);
+// `legacy`: it is ggml's legacy pool, which flushes when the driver refuses (its VMM pool never
+// gives memory back)
 std::unique_ptr<ggml_cuda_pool> make_watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session,
-                                                  std::unique_ptr<ggml_cuda_pool> own, int device, int slot);
+                                                  std::unique_ptr<ggml_cuda_pool> own, int device, int slot,
+                                                  bool legacy);
 
 } // namespace cpool_adapter

@@ -19,8 +19,8 @@ namespace {
 
 struct watched_pool final : ggml_cuda_pool {
     watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session, std::unique_ptr<ggml_cuda_pool> own, int device,
-                 int slot) :
-        session(std::move(session)), own(std::move(own)), device(device), slot(slot) {
+                 int slot, bool legacy) :
+        session(std::move(session)), own(std::move(own)), device(device), slot(slot), legacy(legacy) {
         seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
     }
 
@@ -81,7 +81,9 @@ struct watched_pool final : ggml_cuda_pool {
         uint64_t before = seen.driver_allocs, after = 0;
         if (own->driver_usage(&reserved, &peak, &after)) {
             seen.driver_allocs = after;
-            seen.flushes += after != before && reserved < held + actual;
+            // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
+            // growth maps what the request lacks, which may be less
+            seen.flushes += legacy && after != before && reserved < held + actual;
         }
         seen.allocs++;
         seen.hits += after == before;
@@ -92,6 +94,7 @@ struct watched_pool final : ggml_cuda_pool {
     std::shared_ptr<ggml_cuda_cpool_session> session;
     std::unique_ptr<ggml_cuda_pool>          own;
     int                                      device, slot;
+    bool                                     legacy;
     size_t                                   live = 0;
     figures                                  seen;
 };
@@ -99,8 +102,9 @@ struct watched_pool final : ggml_cuda_pool {
 } // namespace
 
 std::unique_ptr<ggml_cuda_pool> make_watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session,
-                                                  std::unique_ptr<ggml_cuda_pool> own, int device, int slot) {
-    return std::make_unique<watched_pool>(std::move(session), std::move(own), device, slot);
+                                                  std::unique_ptr<ggml_cuda_pool> own, int device, int slot,
+                                                  bool legacy) {
+    return std::make_unique<watched_pool>(std::move(session), std::move(own), device, slot, legacy);
 }
 
 } // namespace cpool_adapter

@@ -109,11 +109,17 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
     using cpool_adapter::owner;
     const ggml_cuda_cpool_session & s = cpool_adapter::session_of(ctx);
     if (s.pools != owner::module) {
-        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, s.pools == owner::ggml);
+        const bool                      vmm = s.pools == owner::ggml;
+        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, vmm);
         if (cpool_adapter::config().stats.empty()) {
             return own;
         }
-        return cpool_adapter::make_watched_pool(ctx.cpool_session, std::move(own), device, stream_no);
+#if defined(GGML_USE_VMM)
+        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose
+#else
+        const bool legacy = true;
+#endif
+        return cpool_adapter::make_watched_pool(ctx.cpool_session, std::move(own), device, stream_no, legacy);
     }
     ggml_cpool_ctx_t  session = ctx.cpool_session->ctx;
     ggml_cpool_t      pool    = nullptr;
