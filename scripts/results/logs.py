@@ -10,6 +10,10 @@ POOL_ABORT = re.compile(r"ggml-cuda-pool: alloc on device \d+ failed \(\w+\): CU
 # at the next call that checks, so the function alone does not say it was out of memory
 CUDA_ERROR = re.compile(r"CUDA error: (.+)")
 CHECKED_IN = re.compile(r"current device: \d+, in function (\w+)")
+# where the error line itself is not printed (llama-bench keeps ggml's log quiet), the abort's
+# backtrace still names the function that checked: the first frame past ggml_cuda_error
+CUDA_ABORT = re.compile(r"ggml-cuda\.cu:\d+: CUDA error$", re.M)
+FRAME = re.compile(r"\(_ZN?(\d+)(\w+)")
 EXIT = re.compile(r"^exit (\d+)\s*$", re.M)
 LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
 RECOVERY = re.compile(r"(?:CUDA pool\[\d+\]|ggml-cuda-pool): (?!injected|alloc on device)"
@@ -23,10 +27,23 @@ def aborted(log):
     if pool:
         return f"the pool, {pool.group(1)} asked: {pool.group(2)}"
     error, where = CUDA_ERROR.search(log), CHECKED_IN.search(log)
+    if not (error or where):
+        checked = checked_in_backtrace(log)
+        return f"CUDA error in `{checked}` (from the backtrace)" if checked else None
     if error or where:
         what = error.group(1).strip() if error else "CUDA error"
         return f"{what} in `{where.group(1)}`" if where else what
     return None
+
+
+def checked_in_backtrace(log):
+    """the function that called ggml_cuda_error, by the backtrace after ggml's CUDA error line"""
+    found = CUDA_ABORT.search(log)
+    if not found:
+        return None
+    names = [m.group(2)[:int(m.group(1))] for m in FRAME.finditer(log, found.end())]
+    past = names.index("ggml_cuda_error") + 1 if "ggml_cuda_error" in names else 0
+    return names[past] if past < len(names) else None
 
 
 def exit_status(log):

@@ -75,3 +75,22 @@ def table(folders, prefix="growing"):
         rows.append(row)
     heads = [head(hs) for hs, _ in columns]
     return markdown.table(["configuration"] + [f"H = {heads[0]}"] + heads[1:], rows) if rows else ""
+
+
+def syncs(folder):
+    """the async kind in the pressure step's run (llama-completion, about 9000 tokens of prompt in
+    batches of 2048) before and after a change (syncs-LABEL/pressure-async-hH.*): the pool's
+    synchronizes, driver allocations, peak reserved, t/s, and the text against the first label's"""
+    rows, first = [], {}
+    for name, m in folder.match(r"syncs-(\w+)/pressure-async-h(\d+)\.stats"):
+        label, h = m.group(1), int(m.group(2))
+        kv = lines.pool_lines(folder.text(name))
+        text = folder.text(name[:-len(".stats")] + ".txt", "")
+        first.setdefault(h, text)
+        ts = re.findall(r"\beval time =.*?([\d.]+) tokens per second", folder.text(name[:-len(".stats")] + ".log", ""))
+        rows.append((label != "before", -h, [label, "unconstrained" if h > 100000 else f"{h}",
+                     str(sum(int(k.get("syncs", 0)) for k in kv)), str(sum(int(k.get("driver_allocs", 0)) for k in kv)),
+                     f"{sum(float(k.get('peak_reserved_mib', 0)) for k in kv):.0f}", ts[-1] if ts else "?",
+                     "same" if text == first[h] else "DIFFERS"]))
+    return markdown.table(["code", "H MiB", "pool synchronizes", "driver allocs", "peak reserved MiB", "t/s",
+                           "text"], [r for *_, r in sorted(rows, key=lambda r: r[:2])])

@@ -4,7 +4,7 @@ tarball, docs/results/h200-COMMIT.tar.xz, is source.session("COMMIT"))."""
 
 import functools
 
-from . import benchmarks, pressure, rounds, runs, source, speculative, speed, text
+from . import benchmarks, headline, longctx, pressure, rounds, runs, source, speculative, speed, text
 
 # the rotating speed sessions, pooled; c6a7e02's rounds were split before each test kept its
 # place, which llama.sh's layout of that session's rounds gives back (checked against rotate/)
@@ -38,7 +38,21 @@ class Table:
         self.name, self.what, self.sources, self.render = name, what, sources, render
 
 
+# the session of the long-context runs (scripts/llama.sh longctx, longctx_budget); None until one ran
+LONGCTX = "5e219e9"
+
+
+def longctx_session():
+    return source.session(LONGCTX) if LONGCTX else None
+
+
 TABLES = (
+    Table("headline", "Every configuration against ggml's pools: tg128 place-adjusted ratio [95% interval] at "
+          "depths 0 and 32768, total device memory of a 32k context (longctx short), the least free memory "
+          "above S the growing sweep completes with, the faults step", SPEED_FILES + "; " +
+          tarballs("7ce09b6", "e17176c") + ": growing-*; e17176c: completion-KIND-CASE.*",
+          lambda: headline.table(pooled(), longctx_session(), source.sessions("7ce09b6", "e17176c"),
+                                 source.session("e17176c"), "0 / 32768")),
     Table("speed-rotating", "llama-bench tg128 (1b-q8_0, -fa 1, rotating rounds), five sessions pooled: ggml's t/s "
           "(median, spread) and each configuration's ratio of medians to it [95% paired bootstrap, rounds resampled]",
           SPEED_FILES, lambda: speed.rotating(pooled())),
@@ -67,6 +81,23 @@ TABLES = (
     Table("greedy", "Greedy generation (llama-completion, 64 tokens): the text's md5 per configuration and session",
           tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8") + ": completion-CONFIG.txt",
           lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8"))),
+    Table("longctx-prefill", "One prompt of 32768 tokens into a 32k context in ubatches of 512 (llama-bench, 8b-q8_0, "
+          "KV q8_0, FA): t/s, the device's peak above idle, the pools' figures", tarballs(LONGCTX) +
+          ": longctx-prefill-TAG.*", lambda: longctx.table(longctx_session(), "prefill")),
+    Table("longctx-short", "A prompt of about 500 tokens and 64 generated into a 32k context (llama-completion): "
+          "what each placement of the conversions holds when the context is mostly unused", tarballs(LONGCTX) +
+          ": longctx-short-TAG.*", lambda: longctx.table(longctx_session(), "short")),
+    Table("longctx-longgen", "A prompt of about 4000 tokens, then 4096 generated greedily (llama-completion): the "
+          "conversions grow token by token", tarballs(LONGCTX) + ": longctx-longgen-TAG.*",
+          lambda: longctx.table(longctx_session(), "longgen")),
+    Table("longctx-budget", "The prefill with S + H MiB left free: each configuration's lowest H that completes "
+          "(bisection), the next lower H and how it ended, and the run at the lowest", tarballs(LONGCTX) +
+          ": longctx-prefill-TAG-hH.*, longctx-prefill-fixed.txt", lambda: longctx.budget(longctx_session(), "prefill")),
+    Table("async-syncs", "The async kind's synchronizes in the pressure step's llama-completion, before and after "
+          "reading the stream-ordered pool's usage again before a give-back", tarballs(LONGCTX) +
+          ": syncs-*/pressure-async-hH.*", lambda: pressure.syncs(longctx_session())),
+    Table("reclaim", "LRU reclaim against a full flush on the sim driver (tools/reclaim-sim; scripts/figures.sh)",
+          "docs/results/sim/reclaim.txt", lambda: text.sim("reclaim")),
     Table("bench-async", "bench-async on an H200: ns per hit pair (HitPair/kind:N, N a GGML_CPOOL_KIND_*: 1 vmm, 2 "
           "legacy, 3 plain, 4 async) and per capture-status query (api 0 the runtime's, 1 the driver's), min-max of "
           "3 runs' medians of real time, before and after the driver's capture query",

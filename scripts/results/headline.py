@@ -1,0 +1,79 @@
+"""README's headline: every configuration against ggml's own pools, one row each, from the tables
+the docs print in full: speed (the rotating tg128 rounds, place-adjusted), total device memory
+(the longctx step's short run: a 32k context, the device's peak above idle), the least free
+memory a run under pressure completes with (the growing sweep) and faults (the faults step)."""
+
+from . import markdown, pressure, runs, speed, longctx
+from .stats import BASELINE
+
+ROWS = ("ggml", "ggml-legacy", "vmm", "legacy", "plain", "async")
+
+
+def speed_cells(bench):
+    """{config: 'ratio at the first depth / at the last'} of the place-adjusted rounds"""
+    tests = speed.placed(bench)
+    keys = sorted(tests, key=lambda k: k[3])
+    out = {}
+    for config in ROWS:
+        found = [tests[k].intervals().get(config) for k in (keys[0], keys[-1])] if keys else []
+        if all(found) and found:
+            out[config] = " / ".join(markdown.interval(*f) for f in found)
+    return out
+
+
+def memory_cells(folder):
+    """{config: 'MiB (+difference to ggml)'} of the short run's device peaks"""
+    peaks = {config: longctx.peak_above_idle(folder, tag) for config, tag in longctx.runs(folder, "short")}
+    base = peaks.get(BASELINE)
+    return {c: f"{p} ({p - base:+d})" if base is not None else str(p) for c, p in peaks.items() if p is not None}
+
+
+def latest(cell):
+    """of an overlaid cell ('ok, 42 MiB; at e17176c: aborted: ...'), the latest session's run"""
+    if "; at " in cell:
+        cell = cell.rsplit("; at ", 1)[1]
+    elif cell.startswith("at "):
+        cell = cell[3:]
+    else:
+        return cell
+    return cell.split(": ", 1)[1]
+
+
+def pressure_cells(folders):
+    """{config: the lowest H that completed, and the next lower that did not}"""
+    out = {}
+    for config, cells in pressure.overlay(folders, "growing").items():
+        final = {h: latest(c) for h, c in cells.items()}
+        ok = [h for h, c in final.items() if c.startswith("ok")]
+        failed = [h for h, c in final.items() if c.startswith("aborted") and (not ok or h < min(ok))]
+        if ok:
+            out[config] = f"{min(ok)}" + (f" (aborted at {max(failed)})" if failed else "")
+    return out
+
+
+def fault_cells(folder):
+    """{kind: what its fault runs did}: recovered with the same text, or how they ended"""
+    out = {}
+    for kind in ROWS:
+        found = [m.group(2) for name, m in folder.match(runs.FAULT_RUN) if m.group(1) == kind]
+        if not found:
+            continue
+        rows = {case: runs.fault_row(folder, kind, case, f"completion-{kind}-{case}.log")
+                for case in found if "-" not in case}
+        recovered = [c for c, r in rows.items() if r[2] == "completed" and r[3] == "same"]
+        clear = [c for c, r in rows.items() if r[2].startswith("aborted: the pool")]
+        out[kind] = f"{len(recovered)} of {len(rows)} recovered, same text" + \
+            (f"; {', '.join(clear)}: the pool's line" if clear else "")
+    return out
+
+
+def table(bench, memory_folder, pressure_folders, faults_folder, depths):
+    cells = (speed_cells(bench), memory_cells(memory_folder) if memory_folder else {},
+             pressure_cells(pressure_folders), fault_cells(faults_folder))
+    rows = [[c] + [col.get(c, "-") for col in cells] for c in ROWS]
+    for row in rows:
+        if row[0] == BASELINE:
+            row[1], row[4] = "1", "ggml aborts at out-of-memory"
+    return markdown.table(["configuration", f"tg128 t/s to ggml's, depth {depths}",
+                           "total device memory MiB (to ggml's)", "least free H MiB it completes with",
+                           "faults"], rows)

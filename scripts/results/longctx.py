@@ -1,0 +1,109 @@
+"""The K/V f16 conversions over long contexts (scripts/llama.sh longctx, longctx_budget): each
+configuration unconstrained on a workload (longctx-WORKLOAD-TAG.*: .log with the exit status,
+.stats, .smi the device's memory every 50 ms, .idle what was used before the run, .txt the text
+or llama-bench's JSON), and the lowest H of the budget sweep that completes (longctx-WORKLOAD-
+TAG-hH.*, S in longctx-WORKLOAD-fixed.txt). A tag is the configuration with ':' as '-'."""
+
+import json
+import re
+
+from . import lines, logs, markdown
+from .runs import md5
+
+CONFIGS = ("ggml-legacy", "ggml-legacy:kvpool", "legacy:kvpool", "plain:kvpool", "legacy:kvpool1x", "ggml",
+           "vmm:kvpool", "async:kvpool", "legacy", "plain", "vmm", "async")
+TOKENS_PER_SECOND = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
+
+
+def config_of(tag):
+    for config in CONFIGS:
+        if config.replace(":", "-") == tag:
+            return config
+    return tag
+
+
+def runs(folder, workload):
+    """[(config, tag)] of a workload's unconstrained runs, in the order llama.sh runs them"""
+    found = [m.group(1) for _, m in folder.match(rf"longctx-{workload}-(.+)\.idle")]
+    order = {c: i for i, c in enumerate(CONFIGS)}
+    return sorted(((config_of(t), f"longctx-{workload}-{t}") for t in found),
+                  key=lambda ct: order.get(ct[0], len(order)))
+
+
+def speed(folder, tag):
+    """t/s: llama-bench's average where the run was llama-bench's, else llama-completion's
+    generation rate"""
+    text = folder.text(tag + ".txt", "")
+    if text.lstrip().startswith("{"):
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        return rows[-1].get("avg_ts") if rows else None
+    found = TOKENS_PER_SECOND.findall(folder.text(tag + ".log", ""))
+    return float(found[-1]) if found else None
+
+
+def peak_above_idle(folder, tag):
+    idle = re.search(r"idle_mib (\d+)", folder.text(tag + ".idle", ""))
+    samples = [int(s) for s in folder.text(tag + ".smi", "").split() if s.isdigit()]
+    return max(samples) - int(idle.group(1)) if idle and samples else None
+
+
+def pools(folder, tag):
+    """the pools' figures, every pool of every context summed. ggml's VMM pool (pool=ggml) never
+    gives memory back: its line's flushes, counted from outside by a rule that holds for ggml's
+    legacy pool alone (before ca1ed0c for every pool of ggml), are left out"""
+    kvs = lines.pool_lines(folder.text(tag + ".stats"))
+    total = {k: sum(float(kv.get(k, 0)) for kv in kvs if k != "flushes" or kv.get("pool") != "ggml") for k in
+             ("peak_reserved_mib", "peak_live_mib", "driver_allocs", "lru_reclaims", "flushes", "oom")}
+    return total
+
+
+def row(folder, config, tag, reference):
+    log = folder.text(tag + ".log", "")
+    if logs.exit_status(log) != 0:
+        return [config, f"aborted: {logs.aborted(log) or 'exit ' + str(logs.exit_status(log))}"] + [""] * 8
+    p, ts, peak = pools(folder, tag), speed(folder, tag), peak_above_idle(folder, tag)
+    text = folder.text(tag + ".txt", "")
+    same = "" if text.lstrip().startswith("{") else f"`{md5(text)}`" + (" same" if text == reference else "")
+    return [config, "ok", f"{ts:.1f}" if ts else "?", str(peak) if peak is not None else "?",
+            f"{p['peak_reserved_mib']:.0f}", f"{p['peak_live_mib']:.0f}", f"{p['driver_allocs']:.0f}",
+            f"{p['lru_reclaims']:.0f}", f"{p['flushes']:.0f}", same]
+
+
+def table(folder, workload):
+    """one workload's unconstrained runs: t/s, the device's peak above idle, the pools' peaks,
+    driver allocations, reclaims and flushes, the text's md5 ('same': the first run's text)"""
+    found = runs(folder, workload)
+    reference = folder.text(found[0][1] + ".txt", "") if found else ""
+    rows = [row(folder, config, tag, reference) for config, tag in found]
+    return markdown.table(["configuration", "run", "t/s", "device peak MiB", "pools' peak reserved MiB",
+                           "peak live MiB", "driver allocs", "LRU reclaims", "flushes", "text"], rows)
+
+
+def budget(folder, workload):
+    """the budget sweep: each configuration's lowest H that completes (free memory S + H), the
+    next lower H tried and how it ended, and the t/s, reclaims and flushes at that lowest H"""
+    fixed = re.search(r"fixed_mib (-?\d+)", folder.text(f"longctx-{workload}-fixed.txt", ""))
+    tried = {}
+    for name, m in folder.match(rf"longctx-{workload}-(.+)-h(-?\d+)\.log"):
+        tried.setdefault(config_of(m.group(1)), {})[int(m.group(2))] = name[:-len(".log")]
+    order = {c: i for i, c in enumerate(CONFIGS)}
+    rows = []
+    for config in sorted(tried, key=lambda c: order.get(c, len(order))):
+        done = {h: logs.exit_status(folder.text(t + ".log", "")) == 0 for h, t in tried[config].items()}
+        ok = [h for h, good in done.items() if good]
+        low = min(ok) if ok else None
+        below = [h for h, good in done.items() if not good and (low is None or h < low)]
+        failed = max(below) if below else None
+        cells = [config, f"{low}" if low is not None else "none tried completed"]
+        cells.append(f"{failed}: {logs.aborted(folder.text(tried[config][failed] + '.log', '')) or 'aborted'}"
+                     if failed is not None else "")
+        if low is not None:
+            tag, p = tried[config][low], pools(folder, tried[config][low])
+            ts = speed(folder, tag)
+            cells += [f"{ts:.1f}" if ts else "?", f"{p['lru_reclaims']:.0f}", f"{p['flushes']:.0f}"]
+        else:
+            cells += ["", "", ""]
+        rows.append(cells)
+    head = f"S = {fixed.group(1)} MiB\n\n" if fixed else ""
+    return head + markdown.table(["configuration", "lowest H that completes (MiB)", "next lower H tried",
+                                           "t/s there", "LRU reclaims", "flushes"], rows)
