@@ -3,7 +3,8 @@
 # reruns the demo's report (scripts/run.sh's, on the sim driver), records the demo's trace (the
 # legacy kind, K/V conversions asking for OVERALLOCATE) and replays it against every configuration
 # at the demo's 700 MiB and at the capacity its peak request fills to 95%, replays the llama.cpp
-# depth sweep recorded on an H200 (docs/traces, KV q8_0); keeps each report as
+# depth sweep recorded on an H200 (docs/traces, KV q8_0), runs reclaim-sim (LRU reclaim against a
+# flush); keeps each report as
 # docs/results/sim/NAME.txt (a replay of the trace recorded just now without what follows its
 # timing), draws reserved against live over time (docs/figures/demo-*-overview.png and
 # llama-q8_0-overview.png, each kind with and without the headroom rule; every configuration's own
@@ -17,7 +18,7 @@ need_packages cmake ninja-build g++ python3-matplotlib
 
 BUILD_DIR=${BUILD_DIR:-build-run}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CPOOL_TESTS=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target pool-demo pool-replay >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target pool-demo pool-replay reclaim-sim >/dev/null
 tools=$BUILD_DIR/tools
 
 # report NAME SHOWN FLAGS COMMAND...: runs COMMAND, shows "$ SHOWN" and its output and keeps them
@@ -58,5 +59,8 @@ configs=legacy,legacy-keep,legacy-1x-keep,plain,vmm,vmm-1x,async,async-keep
 scripts/plot.py "$BUILD_DIR/llama-q8_0.json" "$BUILD_DIR/figures" \
     --title "llama.cpp 1B, KV q8_0, pp512/tg128 at depths 0, 8192, 32768 (H200 trace) replayed on the sim driver" >/dev/null
 cp "$BUILD_DIR/figures/llama-q8_0-overview.png" docs/figures/
+
+# LRU reclaim against a full flush, each row the mean of 128 seeded runs (deterministic)
+report reclaim "reclaim-sim" "" "$tools/reclaim-sim"
 
 python3 scripts/results.py tables

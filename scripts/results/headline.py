@@ -62,8 +62,9 @@ def fault_cells(folder):
                 for case in found if "-" not in case}
         recovered = [c for c, r in rows.items() if r[2] == "completed" and r[3] == "same"]
         clear = [c for c, r in rows.items() if r[2].startswith("aborted: the pool")]
-        out[kind] = f"{len(recovered)} of {len(rows)} recovered, same text" + \
-            (f"; {', '.join(clear)}: the pool's line" if clear else "")
+        parts = [f"{', '.join(recovered)}: same text"] if recovered else []
+        parts += [f"{', '.join(clear)}: the pool's one line"] if clear else []
+        out[kind] = "; ".join(parts)
     return out
 
 
