@@ -226,7 +226,7 @@ std::vector<replay::result> play_all(const replay::trace & t, const std::vector<
 // what the table's columns mean, and what some rows need said besides
 void print_notes(const std::vector<replay::result> & results, const log_lines & lines) {
     printf("\nstranded peak: peak reserved - peak live; stranded mean: reserved - live averaged over the trace's time;\n"
-           "driver ms: modelled from the H200 cost table (DESIGN.md), each driver allocation charged with its release\n");
+           "driver ms: modelled from the H200 cost table (docs/design.md), each driver allocation charged with its release\n");
     for (const replay::result & r : results) {
         if (!r.replayed && r.calls > 0) {
             printf("%s: %llu pool calls, %.3f ms inside the module (measured), %.0f ns a call; hits: allocations "
