@@ -117,9 +117,8 @@ status backend::resolve_kind(int device, ggml_cpool_kind * kind) {
     }
     if (k == GGML_CPOOL_KIND_ASYNC && !drv_->async_supported(device)) {
         GCP_LOG_ERROR("%s: async pool asked for, but %s", pool_label(drv_->platform(), device).c_str(),
-                      drv_->platform() == GGML_CPOOL_PLATFORM_HIP ?
-                          "HIP builds compile the stream-ordered pool out" :
-                          "the device has no stream-ordered memory pool");
+                      drv_->platform() == GGML_CPOOL_PLATFORM_HIP ? "HIP builds compile the stream-ordered pool out" :
+                                                                    "the device has no stream-ordered memory pool");
         return UNSUPPORTED;
     }
     if (k == GGML_CPOOL_KIND_VMM && !drv_->vmm_supported(device)) {

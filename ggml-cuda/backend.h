@@ -13,7 +13,7 @@
 
 namespace gcp {
 
-constexpr size_t DEFAULT_VMM_RESERVE = 32 * GiB; // ggml's: virtual only, so generous is free
+constexpr size_t   DEFAULT_VMM_RESERVE = 32 * GiB; // ggml's: virtual only, so generous is free
 // a pool holds at most a quarter more than it has needed at once: enough for best fit to serve
 // an LLM's layer after layer from what it holds, too little to strand outgrown buffers
 constexpr uint32_t DEFAULT_HEADROOM_PCT = 25;

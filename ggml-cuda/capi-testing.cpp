@@ -55,7 +55,8 @@ ggml_cpool_status ggml_cpool_driver_set_release_threshold(ggml_cpool_driver_t dr
     });
 }
 
-ggml_cpool_status ggml_cpool_driver_pool_usage(ggml_cpool_driver_t driver, int device, size_t * reserved, size_t * used) {
+ggml_cpool_status ggml_cpool_driver_pool_usage(ggml_cpool_driver_t driver, int device, size_t * reserved,
+                                               size_t * used) {
     if (reserved == nullptr || used == nullptr) {
         return null_arg(__func__, reserved ? "used" : "reserved");
     }

@@ -13,12 +13,13 @@ using namespace gcp::capi;
 namespace trace = gcp::trace;
 using trace_op  = gcp::trace_format::op;
 
-gcp::pool * as_pool(ggml_cpool_t p) { return reinterpret_cast<gcp::pool *>(p); }
+gcp::pool * as_pool(ggml_cpool_t p) {
+    return reinterpret_cast<gcp::pool *>(p);
+}
 
 // runs a context's call; while a trace records, hands what it did to `record` (pool calls are
 // observed by trace::observe instead)
-template <typename F, typename R>
-ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
+template <typename F, typename R> ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
     if (!trace::recording()) {
         return run();
     }
@@ -227,8 +228,8 @@ ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return ctx_call(ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); },
-                    [&](trace::call & c) { trace::record(ctx, c); });
+    return ctx_call(
+        ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); }, [&](trace::call & c) { trace::record(ctx, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {

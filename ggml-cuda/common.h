@@ -12,7 +12,7 @@
 
 namespace gcp {
 
-using status = ggml_cpool_status;
+using status                      = ggml_cpool_status;
 constexpr status OK               = GGML_CPOOL_STATUS_OK;
 constexpr status OUT_OF_MEMORY    = GGML_CPOOL_STATUS_OUT_OF_MEMORY;
 constexpr status INVALID_ARGUMENT = GGML_CPOOL_STATUS_INVALID_ARGUMENT;
@@ -26,7 +26,9 @@ constexpr size_t GiB = size_t(1) << 30;
 constexpr size_t MAX_REQUEST = size_t(1) << 60;
 
 // round x up to a multiple of align; x <= MAX_REQUEST, so this cannot overflow
-constexpr size_t round_up(size_t x, size_t align) { return (x + align - 1) / align * align; }
+constexpr size_t round_up(size_t x, size_t align) {
+    return (x + align - 1) / align * align;
+}
 
 // room for at least `need` elements, grown geometrically so that a run of calls rarely
 // allocates; may throw std::bad_alloc, leaving v as it was
@@ -36,7 +38,9 @@ template <typename V> void reserve_at_least(V & v, size_t need) {
     }
 }
 
-inline double to_mib(size_t bytes) { return double(bytes) / double(MiB); }
+inline double to_mib(size_t bytes) {
+    return double(bytes) / double(MiB);
+}
 
 // the integer a caller stored in an enum field, read without assuming it is one of the
 // enumerators (a C caller can store anything there)

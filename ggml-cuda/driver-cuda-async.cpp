@@ -12,8 +12,8 @@ namespace {
 
 // the reuse policies and the pool attribute behind each
 constexpr struct {
-    uint64_t            bit;
-    cudaMemPoolAttr     attr;
+    uint64_t        bit;
+    cudaMemPoolAttr attr;
 } REUSE[] = {
     { REUSE_OPPORTUNISTIC, cudaMemPoolReuseAllowOpportunistic },
     { REUSE_INTERNAL_DEPENDENCIES, cudaMemPoolReuseAllowInternalDependencies },
@@ -22,10 +22,12 @@ constexpr struct {
 // the attribute behind a 64-bit value
 cudaMemPoolAttr value_attr(mempool_attr attr) {
     switch (attr) {
+        // clang-format off
         case mempool_attr::release_threshold: return cudaMemPoolAttrReleaseThreshold;
         case mempool_attr::reserved:          return cudaMemPoolAttrReservedMemCurrent;
         case mempool_attr::used:              return cudaMemPoolAttrUsedMemCurrent;
         case mempool_attr::reuse_policies:    break; // one attribute per policy
+            // clang-format on
     }
     return cudaMemPoolAttrReleaseThreshold;
 }

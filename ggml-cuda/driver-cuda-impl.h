@@ -32,9 +32,9 @@ namespace gcp::cuda {
 
 // OK, OUT_OF_MEMORY or DRIVER_ERROR; a failure's sticky error is cleared, so that it does not
 // surface at the next unrelated launch check
-status from_cuda(cudaError_t e);
+status        from_cuda(cudaError_t e);
 // st, said in a line where it is a driver error (an out-of-memory is the pool's to say)
-status report(status st, const char * what, int device, int code);
+status        report(status st, const char * what, int device, int code);
 // a runtime call's status, said where it is a driver error
 inline status checked(cudaError_t e, const char * what, int device) {
     return report(from_cuda(e), what, device, int(e));

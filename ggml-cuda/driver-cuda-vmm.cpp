@@ -29,14 +29,18 @@ struct driver_api {
         *fn = direct;
         return true;
     }
+    // clang-format 14 takes the stringizing # below for a directive and indents it
+    // clang-format off
 #        define GCP_ENTRY(name) #name, &::name
 #    else
     template <typename F> bool get(const char * symbol, F * fn) { return driver_entry(symbol, fn); }
 #        define GCP_ENTRY(name) #name
+    // clang-format on
 #    endif
 
     bool load() {
-        return get(GCP_ENTRY(cuDeviceGet), &device_get) && get(GCP_ENTRY(cuDeviceGetAttribute), &device_get_attribute) &&
+        return get(GCP_ENTRY(cuDeviceGet), &device_get) &&
+               get(GCP_ENTRY(cuDeviceGetAttribute), &device_get_attribute) &&
                get(GCP_ENTRY(cuMemGetAllocationGranularity), &mem_get_granularity) &&
                get(GCP_ENTRY(cuMemAddressReserve), &mem_address_reserve) &&
                get(GCP_ENTRY(cuMemAddressFree), &mem_address_free) && get(GCP_ENTRY(cuMemCreate), &mem_create) &&

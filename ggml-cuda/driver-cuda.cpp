@@ -96,8 +96,12 @@ class cuda_primitives final : public device_primitives {
 #endif
     }
 
-    ggml_cpool_platform platform() const override { return GCP_PLATFORM; }
-    int                 device_count() const override { return count_; }
+    ggml_cpool_platform platform() const override {
+        return GCP_PLATFORM;
+    }
+    int device_count() const override {
+        return count_;
+    }
 
     status malloc(int device, size_t size, void ** ptr) override {
         status st = on_device(device, [&] {
@@ -176,14 +180,24 @@ class cuda_primitives final : public device_primitives {
         return mempool_ != nullptr && valid(device) && has_mempool_[size_t(device)] ? mempool_.get() : nullptr;
     }
 
-    size_t outstanding() const override { return held_.pieces(); }
-    size_t used(int device) const override { return held_.bytes(device); }
+    size_t outstanding() const override {
+        return held_.pieces();
+    }
+    size_t used(int device) const override {
+        return held_.bytes(device);
+    }
 
-    bool error_latched() const override { return cudaPeekAtLastError() != cudaSuccess; }
-    void clear_error() override { (void) cudaGetLastError(); }
+    bool error_latched() const override {
+        return cudaPeekAtLastError() != cudaSuccess;
+    }
+    void clear_error() override {
+        (void) cudaGetLastError();
+    }
     // long enough for queued frees on other streams to land, short enough that a refusal that
     // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
-    uint32_t transient_pause_us() const override { return TRANSIENT_PAUSE_US; }
+    uint32_t transient_pause_us() const override {
+        return TRANSIENT_PAUSE_US;
+    }
     // every cuda_primitives sees the same devices
     const void * identity() const override {
         static const char devices = 0;
@@ -191,7 +205,9 @@ class cuda_primitives final : public device_primitives {
     }
 
   private:
-    bool valid(int device) const { return device >= 0 && device < count_; }
+    bool valid(int device) const {
+        return device >= 0 && device < count_;
+    }
 
     int                                 count_;
     ledger                              held_;

@@ -29,7 +29,7 @@ status fault_driver::intercept(call c, int device, size_t size) {
     if (spec_.empty() || fired_ >= spec_.limit) {
         return OK;
     }
-    const status fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
+    const status     fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
     const pool_label name(platform(), device);
 
     if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at &&

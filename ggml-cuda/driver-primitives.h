@@ -28,27 +28,27 @@ class device_primitives {
     // device memory; OUT_OF_MEMORY when the device is full
     virtual status malloc(int device, size_t size, void ** ptr) = 0;
     // ptr came from malloc on this device
-    virtual status free(int device, void * ptr)                 = 0;
+    virtual status free(int device, void * ptr) = 0;
     // waits until no queued work on the device can still touch its memory
-    virtual status synchronize(int device)                      = 0;
+    virtual status synchronize(int device) = 0;
 
-    virtual status stream_create(int device, stream_t * stream)                       = 0;
+    virtual status stream_create(int device, stream_t * stream) = 0;
     // stream came from stream_create on this device
-    virtual status stream_destroy(int device, stream_t stream)                        = 0;
-    virtual status stream_synchronize(int device, stream_t stream)                    = 0;
+    virtual status stream_destroy(int device, stream_t stream)     = 0;
+    virtual status stream_synchronize(int device, stream_t stream) = 0;
     // whether stream is being captured into a graph
-    virtual status stream_capturing(int device, stream_t stream, bool * capturing)    = 0;
+    virtual status stream_capturing(int device, stream_t stream, bool * capturing) = 0;
     // whether kernels on peer can reach memory of device
-    virtual bool   can_access_peer(int device, int peer) const                        = 0;
+    virtual bool   can_access_peer(int device, int peer) const = 0;
 
     // the device's virtual memory management, or nullptr where it has none
-    virtual vmm_primitives *     vmm(int device)     = 0;
+    virtual vmm_primitives *     vmm(int device) = 0;
     // the device's default stream-ordered pool, or nullptr where it has none
     virtual mempool_primitives * mempool(int device) = 0;
 
     // leak check: allocations, physical handles and reservations not yet given back
     // (cuda_primitives cannot see those of other users, so it counts its own)
-    virtual size_t outstanding() const    = 0;
+    virtual size_t outstanding() const = 0;
     // device bytes handed out (allocations and physical handles) and not yet taken back
     virtual size_t used(int device) const = 0;
 
@@ -73,19 +73,19 @@ class vmm_primitives {
     virtual ~vmm_primitives() = default;
 
     // every size below is a multiple of it
-    virtual size_t granularity(int device) const                                       = 0;
-    virtual status reserve(int device, size_t size, uintptr_t * addr)                  = 0;
+    virtual size_t granularity(int device) const                      = 0;
+    virtual status reserve(int device, size_t size, uintptr_t * addr) = 0;
     // a whole range reserve returned, with nothing mapped in it any more
-    virtual status unreserve(int device, uintptr_t addr, size_t size)                  = 0;
+    virtual status unreserve(int device, uintptr_t addr, size_t size) = 0;
     // physical memory; OUT_OF_MEMORY when the device is full
-    virtual status create(int device, size_t size, vmm_handle * handle)                = 0;
+    virtual status create(int device, size_t size, vmm_handle * handle) = 0;
     // a handle no longer mapped
-    virtual status release(int device, vmm_handle handle)                              = 0;
+    virtual status release(int device, vmm_handle handle) = 0;
     // maps a whole handle at addr, inside a reserved range
-    virtual status map(int device, uintptr_t addr, size_t size, vmm_handle handle)     = 0;
-    virtual status unmap(int device, uintptr_t addr, size_t size)                      = 0;
+    virtual status map(int device, uintptr_t addr, size_t size, vmm_handle handle) = 0;
+    virtual status unmap(int device, uintptr_t addr, size_t size)                  = 0;
     // makes [addr, addr + size) readable and writable from device accessor
-    virtual status access(int device, uintptr_t addr, size_t size, int accessor)       = 0;
+    virtual status access(int device, uintptr_t addr, size_t size, int accessor) = 0;
 };
 
 // what of a stream-ordered pool is read and set by id
@@ -116,9 +116,9 @@ class mempool_primitives {
     virtual status free_async(int device, void * ptr, stream_t stream)                 = 0;
     virtual status get_attr(int device, mempool_attr attr, uint64_t * value)           = 0;
     // release_threshold and reuse_policies only
-    virtual status set_attr(int device, mempool_attr attr, uint64_t value)             = 0;
+    virtual status set_attr(int device, mempool_attr attr, uint64_t value) = 0;
     // gives unused memory back until at most max(keep, used) stays
-    virtual status trim(int device, size_t keep)                                       = 0;
+    virtual status trim(int device, size_t keep) = 0;
 };
 
 } // namespace gcp

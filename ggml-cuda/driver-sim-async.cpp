@@ -33,7 +33,7 @@ status sim_primitives::malloc_async(int device, size_t size, stream_t stream, vo
     if (!d.arena.take(bytes, &offset)) {
         return OUT_OF_MEMORY;
     }
-    void * p = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
+    void * p  = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
     status st = p == nullptr ? OUT_OF_MEMORY : sim_host_memory([&] {
         d.graph_allocs[p] = { offset, bytes };
         return OK;
@@ -83,10 +83,12 @@ status sim_primitives::get_attr(int device, mempool_attr attr, uint64_t * value)
     }
     const sim_mempool & pool = *devices_[size_t(device)].mempool;
     switch (attr) {
+        // clang-format off
         case mempool_attr::release_threshold: *value = pool.threshold; return OK;
         case mempool_attr::reuse_policies:    *value = pool.reuse; return OK;
         case mempool_attr::reserved:          *value = pool.reserved(); return OK;
         case mempool_attr::used:              *value = pool.used(); return OK;
+            // clang-format on
     }
     return INVALID_ARGUMENT;
 }
@@ -98,10 +100,12 @@ status sim_primitives::set_attr(int device, mempool_attr attr, uint64_t value) {
     }
     sim_mempool & pool = *devices_[size_t(device)].mempool;
     switch (attr) {
+        // clang-format off
         case mempool_attr::release_threshold: pool.threshold = value; return OK;
         case mempool_attr::reuse_policies:    pool.reuse = value; return OK;
         case mempool_attr::reserved:
         case mempool_attr::used:              break; // read only
+            // clang-format on
     }
     return INVALID_ARGUMENT;
 }

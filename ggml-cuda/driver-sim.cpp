@@ -12,9 +12,9 @@ namespace gcp {
 
 namespace {
 
-constexpr size_t PAGE                = 4096;        // mprotect works on whole host pages
+constexpr size_t PAGE                = 4096; // mprotect works on whole host pages
 constexpr size_t DEFAULT_CAPACITY    = 8 * GiB;
-constexpr size_t DEFAULT_GRANULARITY = 2 * MiB;     // the CUDA driver's recommended granularity
+constexpr size_t DEFAULT_GRANULARITY = 2 * MiB; // the CUDA driver's recommended granularity
 
 } // namespace
 
@@ -145,7 +145,7 @@ status sim_primitives::stream_create(int device, stream_t * stream) {
 }
 
 status sim_primitives::stream_capturing(int device, stream_t stream, bool * capturing) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex>  lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
         return INVALID_ARGUMENT;
@@ -155,7 +155,7 @@ status sim_primitives::stream_capturing(int device, stream_t stream, bool * capt
 }
 
 status sim_primitives::set_capturing(int device, stream_t stream, bool capturing) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex>  lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
         return INVALID_ARGUMENT;
@@ -182,7 +182,7 @@ status sim_primitives::stream_destroy(int device, stream_t stream) {
 }
 
 status sim_primitives::stream_synchronize(int device, stream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex>  lock(mutex_);
     device_state::stream_state * s = find_stream(device, stream);
     if (s == nullptr) {
         return INVALID_ARGUMENT;
@@ -196,7 +196,7 @@ status sim_primitives::stream_synchronize(int device, stream_t stream) {
 
 size_t sim_primitives::outstanding() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    size_t n = 0;
+    size_t                      n = 0;
     for (const device_state & d : devices_) {
         n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks() +
              d.graph_allocs.size();

@@ -41,12 +41,8 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     status              stream_destroy(int device, stream_t stream) override;
     status              stream_synchronize(int device, stream_t stream) override;
     status              stream_capturing(int device, stream_t stream, bool * capturing) override;
-    bool                can_access_peer(int device, int peer) const override {
-        return valid(device) && valid(peer) && device != peer;
-    }
-    vmm_primitives *     vmm(int device) override {
-        return valid(device) && params_.vmm_supported != 0 ? this : nullptr;
-    }
+    bool can_access_peer(int device, int peer) const override { return valid(device) && valid(peer) && device != peer; }
+    vmm_primitives * vmm(int device) override { return valid(device) && params_.vmm_supported != 0 ? this : nullptr; }
     mempool_primitives * mempool(int device) override { return async_supported(device) ? this : nullptr; }
     size_t               outstanding() const override;
     size_t               used(int device) const override;
@@ -80,37 +76,37 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     };
     struct device_state {
         explicit device_state(size_t capacity) : arena(capacity) {}
-        sim_arena                              arena;
-        std::unordered_map<void *, block>      allocs;       // host pages -> device memory
-        std::unordered_map<vmm_handle, block>  handles;      // physical handle -> device memory
-        std::map<uintptr_t, size_t>            reservations; // base -> bytes
-        std::map<uintptr_t, vmm_handle>        mappings;     // mapped base -> handle
-        std::unique_ptr<sim_mempool>           mempool = std::make_unique<sim_mempool>();
+        sim_arena                             arena;
+        std::unordered_map<void *, block>     allocs;       // host pages -> device memory
+        std::unordered_map<vmm_handle, block> handles;      // physical handle -> device memory
+        std::map<uintptr_t, size_t>           reservations; // base -> bytes
+        std::map<uintptr_t, vmm_handle>       mappings;     // mapped base -> handle
+        std::unique_ptr<sim_mempool>          mempool = std::make_unique<sim_mempool>();
         struct stream_state {
             bool     capturing = false;
             uint64_t calls     = 0; // stream-ordered calls made on it
         };
         // every stream created, and nullptr: the default stream, which always exists
-        std::map<stream_t, stream_state>       streams{ { nullptr, {} } };
+        std::map<stream_t, stream_state>  streams{ { nullptr, {} } };
         // stream-ordered allocations made while their stream was capturing: the graph's memory,
         // outside the stream-ordered pool, as CUDA's graph memory nodes are
-        std::unordered_map<void *, block>      graph_allocs;
+        std::unordered_map<void *, block> graph_allocs;
     };
 
-    bool     valid(int device) const { return device >= 0 && device < params_.device_count; }
+    bool                         valid(int device) const { return device >= 0 && device < params_.device_count; }
     // f(the device's state) under the lock; INVALID_ARGUMENT for an unknown device
     template <typename F> status with_device(int device, F && f) {
         std::lock_guard<std::mutex> lock(mutex_);
         return valid(device) ? f(devices_[size_t(device)]) : INVALID_ARGUMENT;
     }
     // as on the real platforms: HIP builds compile the stream-ordered pool out
-    bool     async_supported(int device) const {
+    bool async_supported(int device) const {
         return valid(device) && params_.async_supported != 0 && params_.platform != GGML_CPOOL_PLATFORM_HIP;
     }
-    bool     in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
+    bool                         in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
     // the device's mempool after checking device and stream, counting a call on the stream;
     // nullptr when either is unknown
-    sim_mempool * stream_pool(int device, stream_t stream);
+    sim_mempool *                stream_pool(int device, stream_t stream);
     // the state of a known stream, or nullptr
     device_state::stream_state * find_stream(int device, stream_t stream);
 

@@ -13,12 +13,15 @@
 namespace gcp {
 
 // the driver calls, from the table in the public header (GGML_CPOOL_CALLS)
+// clang-format 14 indents the enumerator after the table's expansion as its continuation
+// clang-format off
 enum class call : int {
 #define GCP_CALL(name, spec, takes) name = GGML_CPOOL_CALL_##name,
     GGML_CPOOL_CALLS(GCP_CALL)
 #undef GCP_CALL
     COUNT = GGML_CPOOL_CALL_COUNT,
 };
+// clang-format on
 
 constexpr size_t CALL_KINDS = size_t(call::COUNT);
 

@@ -104,6 +104,7 @@ bool parse_term(const std::string & key, const std::string & value, fault_spec *
 } // namespace
 
 bool parse_size(const char * text, size_t * out) {
+    // clang-format off
     static const struct {
         const char * suffix;
         double       scale;
@@ -113,6 +114,7 @@ bool parse_size(const char * text, size_t * out) {
         { "m",   1048576.0 },    { "mb", 1048576.0 },    { "mib", 1048576.0 },
         { "g",   1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
     };
+    // clang-format on
     const char * end   = nullptr;
     double       value = 0.0;
     if (!parse_decimal(text, &value, &end) || !std::isfinite(value)) {
@@ -132,8 +134,8 @@ bool parse_size(const char * text, size_t * out) {
 }
 
 status parse_fault_spec(const char * text, fault_spec * out, const char * source, const char * outcome) {
-    fault_spec spec;
-    std::string all = text ? text : "";
+    fault_spec  spec;
+    std::string all   = text ? text : "";
     size_t      start = 0;
     while (start < all.size()) {
         size_t      end  = all.find(';', start);
@@ -144,8 +146,8 @@ status parse_fault_spec(const char * text, fault_spec * out, const char * source
         }
         size_t eq = term.find('=');
         if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
-            GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, all.c_str(),
-                          term.c_str(), outcome);
+            GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, all.c_str(), term.c_str(),
+                          outcome);
             return INVALID_ARGUMENT;
         }
     }

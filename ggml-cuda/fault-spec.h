@@ -26,8 +26,8 @@ constexpr int ANY_CALL = -1;
 
 struct fault_spec {
     struct nth {
-        int      kind;      // a call, or ANY_CALL
-        uint64_t k;         // 1-based
+        int      kind; // a call, or ANY_CALL
+        uint64_t k;    // 1-based
         bool     and_later;
     };
 
@@ -35,10 +35,10 @@ struct fault_spec {
     bool             oneshot_any = false; // oneshot-any: also when the pool has nothing to give back
     size_t           oneshot_at  = 0;
     std::vector<nth> nths;
-    double           prob       = 0.0;
-    int              prob_kind  = ANY_CALL;
-    uint64_t         seed       = 1;
-    uint64_t         limit      = UINT64_MAX;
+    double           prob      = 0.0;
+    int              prob_kind = ANY_CALL;
+    uint64_t         seed      = 1;
+    uint64_t         limit     = UINT64_MAX;
 
     bool empty() const { return !oneshot && nths.empty() && prob <= 0.0; }
 };

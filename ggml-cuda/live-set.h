@@ -98,10 +98,10 @@ class live_set {
         const void * ptr  = nullptr; // nullptr: empty (a pool never hands out nullptr)
         size_t       size = 0;
     };
-    static constexpr size_t MIN_SLOTS    = 16;
+    static constexpr size_t   MIN_SLOTS = 16;
     // at most half full: probe runs stay short
-    static constexpr size_t MAX_LOAD_NUM = 1;
-    static constexpr size_t MAX_LOAD_DEN = 2;
+    static constexpr size_t   MAX_LOAD_NUM = 1;
+    static constexpr size_t   MAX_LOAD_DEN = 2;
     // Fibonacci hashing over the address without its alignment bits, which every buffer shares
     static constexpr uint64_t GOLDEN     = 0x9E3779B97F4A7C15ull;
     static constexpr unsigned ALIGN_BITS = 7;

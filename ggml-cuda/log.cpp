@@ -20,8 +20,8 @@ std::mutex              g_mutex; // guards the callback pair and the count below
 std::condition_variable g_idle;  // a line has been sent
 ggml_cpool_log_callback g_callback  = nullptr;
 void *                  g_user_data = nullptr;
-size_t                  g_sending   = 0; // lines being sent to a callback, on every thread
-thread_local size_t     t_sending   = 0; // of those, this thread's (a callback that logs or sets the logger)
+size_t                  g_sending   = 0;       // lines being sent to a callback, on every thread
+thread_local size_t     t_sending   = 0;       // of those, this thread's (a callback that logs or sets the logger)
 thread_local log_hold * t_hold      = nullptr; // the outermost hold on this thread
 // a failing call's reason, for a consumer that reports it where it gives up (an abort message)
 thread_local char       t_last_error[LINE_BYTES] = "";
@@ -150,8 +150,8 @@ void log_hold::keep(ggml_cpool_log_level level, const char * text) {
         dropped_++;
         return;
     }
-    line & l = lines_[count_++];
-    l.level  = level;
+    line & l       = lines_[count_++];
+    l.level        = level;
     const size_t n = strnlen(text, sizeof(l.text) - 1); // a longer line is cut
     memcpy(l.text, text, n);
     l.text[n] = '\0';

@@ -57,6 +57,6 @@ class log_hold {
 } // namespace gcp
 
 #define GCP_LOG_DEBUG(...) ::gcp::log(GGML_CPOOL_LOG_DEBUG, __VA_ARGS__)
-#define GCP_LOG_INFO(...)  ::gcp::log(GGML_CPOOL_LOG_INFO,  __VA_ARGS__)
-#define GCP_LOG_WARN(...)  ::gcp::log(GGML_CPOOL_LOG_WARN,  __VA_ARGS__)
+#define GCP_LOG_INFO(...)  ::gcp::log(GGML_CPOOL_LOG_INFO, __VA_ARGS__)
+#define GCP_LOG_WARN(...)  ::gcp::log(GGML_CPOOL_LOG_WARN, __VA_ARGS__)
 #define GCP_LOG_ERROR(...) ::gcp::log(GGML_CPOOL_LOG_ERROR, __VA_ARGS__)

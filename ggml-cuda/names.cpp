@@ -14,8 +14,8 @@ constexpr const char * KIND_NAMES[]   = { "auto", "vmm", "legacy", "plain", "asy
 constexpr const char * LEVEL_NAMES[]  = { "debug", "info", "warn", "error" };
 static_assert(sizeof(KIND_NAMES) / sizeof(KIND_NAMES[0]) == GGML_CPOOL_KIND_COUNT, "one name per kind");
 // room for every kind name and its separator in kind_choices()
-constexpr size_t KIND_CHOICES_BYTES = 64;
-constexpr const char * CALL_NAMES[]   = {
+constexpr size_t       KIND_CHOICES_BYTES = 64;
+constexpr const char * CALL_NAMES[]       = {
 #define GCP_CALL(name, spec, takes) spec,
     GGML_CPOOL_CALLS(GCP_CALL)
 #undef GCP_CALL

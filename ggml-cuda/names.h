@@ -27,7 +27,7 @@ bool         log_level_from_name(const char * text, ggml_cpool_log_level * level
 
 // "CUDA pool[0]" or "HIP pool[1]" into out (room for POOL_LABEL_BYTES is enough)
 constexpr size_t POOL_LABEL_BYTES = 24;
-void format_pool_label(ggml_cpool_platform platform, int device, char * out, size_t size);
+void             format_pool_label(ggml_cpool_platform platform, int device, char * out, size_t size);
 
 // the label of one line: GCP_LOG_ERROR("%s: ...", pool_label(platform, device).c_str())
 class pool_label {

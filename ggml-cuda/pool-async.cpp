@@ -29,7 +29,7 @@ pool_async::~pool_async() {
 
 bool pool_async::observe(size_t pending) {
     size_t reserved = 0, used = 0;
-    status st       = drv_.pool_usage(device_, &reserved, &used);
+    status st = drv_.pool_usage(device_, &reserved, &used);
     if (st != OK) {
         driver_failed(); // statistics only: the allocation itself went through
         reserved = pool_reserved_;
@@ -45,7 +45,7 @@ bool pool_async::observe(size_t pending) {
     const size_t device_live = stats_.live_bytes - std::min(stats_.live_bytes, capture_out);
     const size_t held_back   = deferred_bytes() + reuse_.bytes();
     reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
-    bool grew = reserved > stats_.reserved_bytes;
+    bool grew                = reserved > stats_.reserved_bytes;
     if (grew) {
         on_driver_alloc(reserved - stats_.reserved_bytes);
     } else if (reserved < stats_.reserved_bytes) {
@@ -158,8 +158,10 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
     }
     if (st == OUT_OF_MEMORY) {
-        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed: out of memory, also after trimming the "
-                      "stream-ordered pool and %d retries after a pause", to_mib(bytes), TRANSIENT_RETRIES);
+        driver_failed(GGML_CPOOL_LOG_WARN,
+                      "async alloc of %.2f MiB failed: out of memory, also after trimming the "
+                      "stream-ordered pool and %d retries after a pause",
+                      to_mib(bytes), TRANSIENT_RETRIES);
     } else if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
@@ -211,8 +213,7 @@ void pool_async::give_back_down_to(size_t keep, size_t pending) {
     const size_t before = pool_reserved_;
     observe(pending);
     GCP_LOG_DEBUG("%s: %.2f MiB held for %.2f MiB in use at peak; gave back %.2f MiB unused beyond the headroom",
-                  name(), to_mib(before), to_mib(pool_peak_used_),
-                  to_mib(before - std::min(before, pool_reserved_)));
+                  name(), to_mib(before), to_mib(pool_peak_used_), to_mib(before - std::min(before, pool_reserved_)));
 }
 
 void pool_async::do_free(void * ptr, size_t actual) noexcept {

@@ -50,18 +50,18 @@ class pool_async final : public pool {
     // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
     // shrinkage as memory given back (the generation moves). `pending`: bytes of an allocation
     // about to become live, which the device pool already holds
-    bool   observe(size_t pending = 0);
+    bool observe(size_t pending = 0);
     // The device pool holds at most headroom_pct_ above the most it has had in use: before an
     // allocation its unused memory cannot serve, what would be beyond goes back; after an
     // allocation that grew it anyway (fragmented), the same. The driver picks which unused memory
     // goes back (the real one: whole unused chunks). `pending` as for observe
-    void   make_room_within_headroom(size_t bytes);
-    void   keep_within_headroom(size_t pending);
-    void   give_back_down_to(size_t keep, size_t pending);
+    void make_room_within_headroom(size_t bytes);
+    void keep_within_headroom(size_t pending);
+    void give_back_down_to(size_t keep, size_t pending);
     // whether `bytes` more would take the device pool past what it holds, by the last read
-    bool   would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
-    void   on_unpinned() override { drain(); }
-    void   on_stream_change() override {
+    bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
+    void on_unpinned() override { drain(); }
+    void on_stream_change() override {
         flush_reuse();
         drain();
     }

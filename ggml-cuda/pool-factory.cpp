@@ -6,8 +6,8 @@
 
 namespace gcp {
 
-std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driver> & drv, int device,
-                                stream_t stream, const ggml_cpool_ctx_params & params) {
+std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driver> & drv, int device, stream_t stream,
+                                const ggml_cpool_ctx_params & params) {
     switch (kind) {
         case GGML_CPOOL_KIND_VMM:
             return std::make_unique<pool_vmm>(*drv, device, stream, params.vmm_reserve, params.vmm_peer_access != 0);

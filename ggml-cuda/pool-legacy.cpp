@@ -91,8 +91,10 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         if (st == OUT_OF_MEMORY && how != nullptr) {
             st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
             if (st != OK) {
-                driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
-                              "a pause did not help", to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
+                driver_failed(GGML_CPOOL_LOG_WARN,
+                              "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
+                              "a pause did not help",
+                              to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
             }
         }
     } else if (st != OK) {
@@ -112,7 +114,8 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
 }
 
 bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
-    const bool fits = std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
+    const bool fits =
+        std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
     if (!fits) {
         return false;
     }
@@ -223,7 +226,8 @@ bool pool_legacy::release(const size_bins::buffer & b) {
                       to_mib(b.size), ggml_cpool_status_str(st));
         return false;
     }
-    auto reserved = std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
+    auto reserved =
+        std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
     if (reserved != growth_.end()) {
         growth_.erase(reserved);
     } else {

@@ -27,10 +27,10 @@ class pool_legacy final : public pool {
     static constexpr size_t ROUNDING           = 256;
     // LRU reclaim frees this multiple of the failed allocation, so the retry can also leave
     // room for the next few requests instead of failing again one buffer later
-    static constexpr size_t RECLAIM_FACTOR     = 3;
+    static constexpr size_t RECLAIM_FACTOR = 3;
     // growing buffers in the reserve at once: the K and V conversions of a context, with room
     // for a few more sequences of growth; beyond it they are cached as any other buffer
-    static constexpr size_t MAX_GROWING        = 8;
+    static constexpr size_t MAX_GROWING = 8;
 
     struct options {
         bool     lru;          // LRU reclaim before the flush (false: the plain kind)
@@ -63,8 +63,8 @@ class pool_legacy final : public pool {
     // after a driver out-of-memory: reclaim, flush and retry; on OUT_OF_MEMORY *how says what
     // was tried, or stays null where a line said why nothing could be (a capture)
     status recover(size_t bytes, void ** ptr, const char ** how);
-    void   keep_within_headroom(size_t bytes);      // before a miss takes `bytes` more
-    bool   release(const size_bins::buffer & b);    // one cached buffer to the driver; false if refused
+    void   keep_within_headroom(size_t bytes);   // before a miss takes `bytes` more
+    bool   release(const size_bins::buffer & b); // one cached buffer to the driver; false if refused
     // cached buffers in `which`, least recently used first, until `target` bytes went back
     size_t release_oldest(size_t target, scope which);
     size_t cached_count() const { return bins_.count() + growth_.size(); }
@@ -76,8 +76,8 @@ class pool_legacy final : public pool {
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
     bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
-    options   opt_;
-    size_bins bins_;
+    options                        opt_;
+    size_bins                      bins_;
     // the growth reserve (cached) and the buffers handed out for growing requests
     std::vector<size_bins::buffer> growth_;
     std::vector<void *>            growing_out_;
@@ -87,9 +87,9 @@ class pool_legacy final : public pool {
     // buffer a request has used, however recently the growing buffer itself was used: nothing
     // asks for it again, while a scratch freed just before it (ggml frees in reverse order) is
     // asked for again in the next step
-    static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
-    uint64_t  clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
-    uint64_t  outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
+    static constexpr uint64_t      FIRST_USE = uint64_t(1) << 62;
+    uint64_t                       clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
+    uint64_t                       outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
 };
 
 } // namespace gcp

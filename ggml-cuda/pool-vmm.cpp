@@ -158,8 +158,8 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
     }
     if (bytes > reserve_size_ - used_) {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(),
-                     to_mib(bytes), to_mib(used_), to_mib(reserve_size_));
+        GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(), to_mib(bytes),
+                     to_mib(used_), to_mib(reserve_size_));
         return OUT_OF_MEMORY;
     }
     if (used_ + bytes > mapped_) {
@@ -189,7 +189,8 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
             }
         } else if (st == OUT_OF_MEMORY) {
             GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
-                         "memory, and no retry is legal there", name(), to_mib(bytes), to_mib(growth));
+                         "memory, and no retry is legal there",
+                         name(), to_mib(bytes), to_mib(growth));
         }
         if (st != OK) {
             return st;

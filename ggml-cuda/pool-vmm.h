@@ -60,18 +60,18 @@ class pool_vmm final : public pool {
     bool   take_hole(size_t bytes, void ** ptr);
     bool   unmap_last_chunk();
     status unmap_above(size_t floor); // every chunk wholly above the offset
-    bool   release_orphans();  // true when none is left mapped
+    bool   release_orphans();         // true when none is left mapped
 
     status grant_access(uintptr_t addr, size_t size); // this device, and its peers when asked
 
-    bool               peer_access_;
-    size_t             granularity_;
-    size_t             reserve_size_;
-    uintptr_t          base_   = 0; // 0 until the range is reserved
-    size_t             used_   = 0; // stack top, offset from base_
-    size_t             mapped_ = 0;
-    size_t             held_   = 0; // bytes of reserved orphans
-    std::vector<chunk> chunks_;
+    bool                peer_access_;
+    size_t              granularity_;
+    size_t              reserve_size_;
+    uintptr_t           base_   = 0; // 0 until the range is reserved
+    size_t              used_   = 0; // stack top, offset from base_
+    size_t              mapped_ = 0;
+    size_t              held_   = 0; // bytes of reserved orphans
+    std::vector<chunk>  chunks_;
     std::vector<block>  blocks_; // ascending offsets; a freed one below the top is a hole
     size_t              holes_ = 0;
     std::vector<orphan> orphans_;

@@ -54,9 +54,9 @@ class pool {
     pool & operator=(const pool &) = delete;
 
     // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
-    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
+    status         alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
     // actual must be the size alloc returned
-    status free(void * ptr, size_t actual);
+    status         free(void * ptr, size_t actual);
     // return what is cached to the driver
     virtual status trim() = 0;
 
@@ -66,26 +66,26 @@ class pool {
 
     // moves the pool to another stream once the current one has finished with its buffers;
     // UNSUPPORTED while the current one is capturing a graph
-    status   set_stream(stream_t stream);
-    stream_t stream() const { return stream_; }
+    status          set_stream(stream_t stream);
+    stream_t        stream() const { return stream_; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
-    status   synchronize();
+    status          synchronize();
     // forgets the stream, which its owner may destroy now: synchronize and free act on the device
-    void     detach_stream() { stream_ = nullptr; }
+    void            detach_stream() { stream_ = nullptr; }
     // for traces and timing (trace.h): the calls made through this pool's driver so far, and
     // the time spent inside this pool's calls (stats.call_ns)
-    uint64_t driver_calls() const { return drv_.calls(); }
-    void     add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
+    uint64_t        driver_calls() const { return drv_.calls(); }
+    void            add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
     // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
     // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
-    void pin_begin(uint64_t graph) { pinning_ = graph; }
-    void pin_end() { pinning_ = 0; }
-    void pin_release(uint64_t graph);
-    bool has_pins() const { return !pins_.empty(); }
-    ggml_cpool_kind          kind() const { return kind_; }
-    int                      device() const { return device_; }
+    void            pin_begin(uint64_t graph) { pinning_ = graph; }
+    void            pin_end() { pinning_ = 0; }
+    void            pin_release(uint64_t graph);
+    bool            has_pins() const { return !pins_.empty(); }
+    ggml_cpool_kind kind() const { return kind_; }
+    int             device() const { return device_; }
     // "CUDA pool[0]" or "HIP pool[1]", the prefix of this pool's log lines
-    const char *             name() const;
+    const char *    name() const;
 
   protected:
     static constexpr size_t OVERALLOCATE_FACTOR = 2;
@@ -106,7 +106,7 @@ class pool {
     // driver's (1 ms on a real device: 1 + 2 + 4 = 7 ms in all, so a refusal that persists still
     // reaches the caller promptly) and a synchronize of the stream. None during a capture, where
     // no synchronize is legal. The last attempt's status; a failed one's error is cleared.
-    static constexpr int TRANSIENT_RETRIES = 3;
+    static constexpr int         TRANSIENT_RETRIES = 3;
     template <typename F> status retry_transient(F && attempt) {
         if (capturing()) {
             return OUT_OF_MEMORY;
@@ -139,7 +139,7 @@ class pool {
     // r.size > 0 and <= MAX_REQUEST; on OK *actual >= r.size
     virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
     // never allocates host memory: a free that could fail would lose its buffer
-    virtual void   do_free(void * ptr, size_t actual) noexcept                         = 0;
+    virtual void   do_free(void * ptr, size_t actual) noexcept = 0;
     // (optional) room for `buffers` more buffers to come back through do_free without
     // allocating; called before each allocation, may throw std::bad_alloc
     virtual void   room_for_frees(size_t /*buffers*/) {}
@@ -152,23 +152,23 @@ class pool {
     }
     // addresses the pool handed out no longer reach memory (a graph using them must be
     // recaptured): the generation moves
-    void on_addresses_gone() { stats_.generation++; }
+    void           on_addresses_gone() { stats_.generation++; }
     // bytes the driver took back
-    void on_released(size_t bytes);
+    void           on_released(size_t bytes);
     // bytes held for reuse, from the pool's own structures
     virtual size_t cached_bytes() const = 0;
 
     // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak list
     void release_live();
 
-    bool   pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
+    bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
-    uintptr_t pinned_top() const;
+    uintptr_t    pinned_top() const;
     // whether the context's stream is being captured into a graph: no synchronize and no free
     // then (both are illegal during capture and would invalidate it)
-    bool capturing();
+    bool         capturing();
     // logs why `what` is not done while the context's stream is capturing
-    void   log_capture_refusal(const char * what);  // e.g. "trim refused"
+    void         log_capture_refusal(const char * what); // e.g. "trim refused"
     // some buffers lost their last pin
     virtual void on_unpinned() {}
     // the stream is about to change: what is queued for the old one goes there first
@@ -193,15 +193,15 @@ class pool {
     // pins a buffer just recorded as live; may throw, forgetting it then
     void pin_live(void * ptr, size_t actual);
 
-    live_set                           live_; // ptr -> actual size
-    uint64_t                           pinning_ = 0;
+    live_set live_; // ptr -> actual size
+    uint64_t pinning_ = 0;
     struct pin {
         uint32_t graphs; // graphs pinning the buffer
         size_t   size;
     };
-    std::unordered_map<const void *, pin>          pins_;
+    std::unordered_map<const void *, pin>             pins_;
     std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
-    mutable char                       name_[32] = {};
+    mutable char                                      name_[32] = {};
 };
 
 } // namespace gcp

@@ -27,7 +27,7 @@ class quarantine {
 
   private:
     struct entry {
-        std::shared_ptr<driver> drv;  // declared first: destroyed after the pool that uses it
+        std::shared_ptr<driver> drv; // declared first: destroyed after the pool that uses it
         std::unique_ptr<pool>   held;
     };
 

@@ -70,8 +70,9 @@ class size_bins {
     // a buffer that was out comes back (never allocates)
     void put(void * ptr, size_t size, uint64_t last_use) {
         // sizes are unique across bins, so a hint that names a bin of this size names the right one
-        auto it = last_taken_ < bins_.size() && sizes_[last_taken_] == size ? bins_.begin() + std::ptrdiff_t(last_taken_) :
-                                                                               lower(size);
+        auto it = last_taken_ < bins_.size() && sizes_[last_taken_] == size ?
+                      bins_.begin() + std::ptrdiff_t(last_taken_) :
+                      lower(size);
         it->stack.push_back({ ptr, size, last_use }); // room kept since it went out
         it->out--;
         count_++;
@@ -116,7 +117,7 @@ class size_bins {
     }
 
   private:
-    struct bin { // its size is sizes_ at the same index
+    struct bin {                 // its size is sizes_ at the same index
         size_t              out; // buffers of this size handed out: the stack keeps room for them
         std::vector<buffer> stack;
     };
@@ -205,8 +206,8 @@ class size_bins {
     std::vector<bin>      bins_;  // ascending sizes
     std::vector<size_t>   sizes_; // bins_[i]'s buffer size, dense for the search
     std::vector<uint64_t> marks_; // bit i: bins_[i] holds a cached buffer
-    size_t                count_ = 0;
-    size_t                bytes_ = 0;
+    size_t                count_      = 0;
+    size_t                bytes_      = 0;
     size_t                last_taken_ = SIZE_MAX; // the bin take() took from last: a hint only
 };
 

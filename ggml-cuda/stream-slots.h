@@ -17,12 +17,12 @@ class stream_slots {
     stream_slots(driver & drv, const ggml_cpool_ctx_params & params);
 
     // false, with a log line, for a device or slot out of range
-    bool   valid(int device, int slot) const;
+    bool                    valid(int device, int slot) const;
     // the stream of (device, slot): the borrowed one, or the context's own, created now if needed
-    status stream(int device, int slot, stream_t * out);
+    status                  stream(int device, int slot, stream_t * out);
     // borrows stream for (device, slot), moving its pool there; nullptr gives the slot one of
     // the context's own again
-    status set_stream(int device, int slot, stream_t stream);
+    status                  set_stream(int device, int slot, stream_t stream);
     // the pool of a valid (device, slot), null until one is made
     std::unique_ptr<pool> & pool_of(int device, int slot) { return slots_[size_t(device)][size_t(slot)].instance; }
 

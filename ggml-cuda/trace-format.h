@@ -16,13 +16,13 @@ constexpr int          FIELDS  = 14;
 constexpr const char * NONE    = "-";
 
 enum class op : uint8_t {
-    ctx_create,  // a context was asked for
-    get_pool,    // flags: the kind in effect
-    alloc,       // size requested, flags, actual and ptr returned
-    free,        // ptr and size given
+    ctx_create, // a context was asked for
+    get_pool,   // flags: the kind in effect
+    alloc,      // size requested, flags, actual and ptr returned
+    free,       // ptr and size given
     trim,
     ctx_free,
-    pin_begin,   // actual: the graph id returned
+    pin_begin, // actual: the graph id returned
     pin_end,
     pin_release, // size: the graph id given
     count,
@@ -32,6 +32,8 @@ constexpr const char * OP_NAMES[size_t(op::count)] = {
     "ctx_create", "get_pool", "alloc", "free", "trim", "ctx_free", "pin_begin", "pin_end", "pin_release",
 };
 
-inline const char * op_name(op o) { return o < op::count ? OP_NAMES[size_t(o)] : "?"; }
+inline const char * op_name(op o) {
+    return o < op::count ? OP_NAMES[size_t(o)] : "?";
+}
 
 } // namespace gcp::trace_format

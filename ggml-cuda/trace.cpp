@@ -66,7 +66,7 @@ class line {
         }
         put(' ');
     }
-    void i32(int v) { v < 0 ? str(trace_format::NONE) : u64(uint64_t(v)); }
+    void         i32(int v) { v < 0 ? str(trace_format::NONE) : u64(uint64_t(v)); }
     // the line, with its last separator made a newline
     const char * end(size_t * n) {
         text_[len_ - 1] = '\n';
@@ -206,7 +206,7 @@ class tracer {
         }
         auto it = pools_.find(&p);
         if (it == pools_.end()) {
-            it        = pools_.emplace(&p, tag{ next_ctx_++, 0 }).first;
+            it = pools_.emplace(&p, tag{ next_ctx_++, 0 }).first;
             call made{ op::get_pool, OK, now_ns(), 0, 0 };
             write(it->second.ctx, p.device(), 0, &p, made);
         }
@@ -272,24 +272,24 @@ class tracer {
         return st;
     }
 
-    std::mutex                                   mutex_;
-    FILE *                                       file_ = nullptr;
-    std::string                                  path_;
-    std::vector<char>                            buf_;
-    uint64_t                                     t_start_  = 0;
-    uint64_t                                     next_ctx_ = 1;
-    std::unordered_map<const void *, uint64_t>   ctxs_;  // handle -> id
-    std::unordered_map<const pool *, tag>        pools_;
-    const pool *                                 last_pool_ = nullptr; // consecutive calls mostly name one pool
-    tag                                          last_tag_{};
+    std::mutex                                 mutex_;
+    FILE *                                     file_ = nullptr;
+    std::string                                path_;
+    std::vector<char>                          buf_;
+    uint64_t                                   t_start_  = 0;
+    uint64_t                                   next_ctx_ = 1;
+    std::unordered_map<const void *, uint64_t> ctxs_; // handle -> id
+    std::unordered_map<const pool *, tag>      pools_;
+    const pool *                               last_pool_ = nullptr; // consecutive calls mostly name one pool
+    tag                                        last_tag_{};
 };
 
 } // namespace
 
 uint64_t now_ns() {
-    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count());
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
 }
 
 status init_from_env() {

@@ -41,9 +41,9 @@ constexpr uint64_t NO = UINT64_MAX;
 struct call {
     op       o;
     status   st;
-    uint64_t t0;               // now_ns() when the call began
-    uint64_t ns;               // time inside it
-    uint64_t drv;              // driver calls it made
+    uint64_t t0;  // now_ns() when the call began
+    uint64_t ns;  // time inside it
+    uint64_t drv; // driver calls it made
     uint64_t size   = NO;
     uint64_t flags  = NO;
     uint64_t actual = NO;
@@ -51,11 +51,11 @@ struct call {
 };
 
 // a pool's call (alloc, free, trim)
-void record(const pool & p, const call & c);
+void     record(const pool & p, const call & c);
 // a context's call (ctx_create, pins); ctx is its handle, which the trace numbers 1, 2, ...
-void record(const void * ctx, const call & c);
+void     record(const void * ctx, const call & c);
 // get_pool: also tells the trace the context and slot of the pool (null when refused)
-void record_get_pool(const void * ctx, int device, int slot, const pool * p, const call & c);
+void     record_get_pool(const void * ctx, int device, int slot, const pool * p, const call & c);
 // the number the trace gives a context
 uint64_t context_id(const void * ctx);
 // ctx_free (of the context the trace numbered id): forgets it and its pools, flushes the file

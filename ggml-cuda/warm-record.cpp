@@ -42,8 +42,8 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     entry e{ drv, device, false, 0, false, 0 };
     if (check(*drv, drv->pool_attr(device, THRESHOLD, &e.threshold), device, "reading the release threshold") &&
         e.threshold < THRESHOLD_MAX) { // a threshold another user set to the maximum stays theirs
-        e.raised = check(*drv, drv->pool_set_attr(device, THRESHOLD, THRESHOLD_MAX), device,
-                         "raising the release threshold");
+        e.raised =
+            check(*drv, drv->pool_set_attr(device, THRESHOLD, THRESHOLD_MAX), device, "raising the release threshold");
     }
     if (check(*drv, drv->pool_attr(device, REUSE, &e.reuse), device, "reading the reuse policies") && e.reuse != 0) {
         e.reuse_changed = check(*drv, drv->pool_set_attr(device, REUSE, 0), device, "turning cross-stream reuse off");

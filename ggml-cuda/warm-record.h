@@ -29,7 +29,7 @@ class warm_record {
     struct entry {
         std::shared_ptr<driver> drv; // keeps the driver alive until the values are back
         int                     device;
-        bool                    raised;  // threshold raised: trim and restore on release
+        bool                    raised; // threshold raised: trim and restore on release
         uint64_t                threshold;
         bool                    reuse_changed;
         uint64_t                reuse;

@@ -11,32 +11,35 @@
 // every variable read under ggml-cuda/, integrations/ and tools/ and fails on one that is not here.
 
 // X(id, name, readers, values)
-#define GGML_CPOOL_OPTIONS(X)                                                                                       \
-    X(NO_VMM, "GGML_CUDA_NO_VMM", "module",                                                                        \
-      "1 | 0 (on/off, true/false, yes/no): the legacy pool instead of VMM where the kind is auto")                 \
-    X(POOL, "GGML_CUDA_POOL", "module, llama.cpp adapter, PyTorch library",                                        \
-      "auto | vmm | legacy | plain | async, any case; the llama.cpp adapter also takes ggml | ggml-legacy "         \
-      "(ggml's own pools); the PyTorch library asks for legacy where it is unset or empty")                        \
-    X(LOG, "GGML_CUDA_POOL_LOG", "module", "debug | info | warn | error: the default logger's threshold")          \
-    X(FAULT, "GGML_CUDA_POOL_FAULT", "module", "a fault spec: every context's driver fails on command")            \
-    X(TRACE, "GGML_CUDA_POOL_TRACE", "module", "a file: every call into the module is traced to it")               \
-    X(TIMING, "GGML_CUDA_POOL_TIMING", "module", "1 | 0: the time inside each pool's calls into its stats")       \
-    X(STATS, "GGML_CUDA_POOL_STATS", "llama.cpp adapter, PyTorch library",                                         \
-      "1 (stderr) | a file (appended) | 0 or empty (none): a statistics line per pool")                             \
-    X(KV_F16, "GGML_CUDA_POOL_KV_F16", "llama.cpp adapter",                                                        \
-      "graph (default) | pool | pool-1x: where the flash-attention K/V f16 conversions live")                      \
-    X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter",                                                        \
-      "configurations, comma-separated (ggml, ggml-legacy, pool kinds), taken in turn by the backend contexts "    \
-      "instead of GGML_CUDA_POOL")                                                                                 \
-    X(TORCH_LIBRARY, "GGML_CUDA_POOL_TORCH_LIBRARY", "PyTorch library's Python helper",                          \
+#define GGML_CPOOL_OPTIONS(X)                                                                                   \
+    X(NO_VMM, "GGML_CUDA_NO_VMM", "module",                                                                     \
+      "1 | 0 (on/off, true/false, yes/no): the legacy pool instead of VMM where the kind is auto")              \
+    X(POOL, "GGML_CUDA_POOL", "module, llama.cpp adapter, PyTorch library",                                     \
+      "auto | vmm | legacy | plain | async, any case; the llama.cpp adapter also takes ggml | ggml-legacy "     \
+      "(ggml's own pools); the PyTorch library asks for legacy where it is unset or empty")                     \
+    X(LOG, "GGML_CUDA_POOL_LOG", "module", "debug | info | warn | error: the default logger's threshold")       \
+    X(FAULT, "GGML_CUDA_POOL_FAULT", "module", "a fault spec: every context's driver fails on command")         \
+    X(TRACE, "GGML_CUDA_POOL_TRACE", "module", "a file: every call into the module is traced to it")            \
+    X(TIMING, "GGML_CUDA_POOL_TIMING", "module", "1 | 0: the time inside each pool's calls into its stats")     \
+    X(STATS, "GGML_CUDA_POOL_STATS", "llama.cpp adapter, PyTorch library",                                      \
+      "1 (stderr) | a file (appended) | 0 or empty (none): a statistics line per pool")                         \
+    X(KV_F16, "GGML_CUDA_POOL_KV_F16", "llama.cpp adapter",                                                     \
+      "graph (default) | pool | pool-1x: where the flash-attention K/V f16 conversions live")                   \
+    X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter",                                                     \
+      "configurations, comma-separated (ggml, ggml-legacy, pool kinds), taken in turn by the backend contexts " \
+      "instead of GGML_CUDA_POOL")                                                                              \
+    X(TORCH_LIBRARY, "GGML_CUDA_POOL_TORCH_LIBRARY", "PyTorch library's Python helper",                         \
       "a path: where libggml-cuda-pool-torch.so is")
 
+// clang-format 14 indents the enumerator after the table's expansion as its continuation
+// clang-format off
 enum ggml_cpool_option {
 #define GGML_CPOOL_OPTION_ENUM(id, name, readers, values) GGML_CPOOL_OPTION_##id,
     GGML_CPOOL_OPTIONS(GGML_CPOOL_OPTION_ENUM)
 #undef GGML_CPOOL_OPTION_ENUM
     GGML_CPOOL_OPTION_COUNT,
 };
+// clang-format on
 
 // the variable's name ("GGML_CUDA_POOL", ...); "" past the table
 static inline const char * ggml_cpool_option_name(enum ggml_cpool_option option) {

@@ -6,7 +6,7 @@
 
 #include "ggml-cuda-pool.h"
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 extern "C" {
 #endif
 
@@ -17,6 +17,7 @@ enum ggml_cpool_platform {
     GGML_CPOOL_PLATFORM_HIP  = 1,
 };
 
+// clang-format off
 struct ggml_cpool_sim_params {
     size_t                   capacity;     // device memory per device, bytes
     int                      device_count;
@@ -55,7 +56,9 @@ enum ggml_cpool_call {
 #undef GGML_CPOOL_CALL_ENUM
     GGML_CPOOL_CALL_COUNT,
 };
+// clang-format on
 
+// clang-format off
 // the sim driver (GGML_CPOOL_DRIVER_SIM): its parameters start from these
 GGML_CPOOL_API struct ggml_cpool_sim_params ggml_cpool_sim_default_params(void);
 // the sim driver's stand-in for cudaStreamBeginCapture/EndCapture (UNSUPPORTED on other drivers)
@@ -87,7 +90,8 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_synchronize       
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, const char * spec, ggml_cpool_driver_t * out);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_set_faults  (ggml_cpool_driver_t fault, const char * spec);
 GGML_CPOOL_API uint64_t                     ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault);
+// clang-format on
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 }
 #endif

@@ -17,13 +17,13 @@
 #            define GGML_CPOOL_API __declspec(dllimport) extern
 #        endif
 #    else
-#        define GGML_CPOOL_API __attribute__ ((visibility ("default"))) extern
+#        define GGML_CPOOL_API __attribute__((visibility("default"))) extern
 #    endif
 #else
 #    define GGML_CPOOL_API extern
 #endif
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 extern "C" {
 #endif
 
@@ -38,6 +38,7 @@ extern "C" {
 // ggml_cpool_ctx_params.headroom_pct: keep every cached buffer, whatever the pool then holds
 #define GGML_CPOOL_HEADROOM_UNLIMITED 0xFFFFFFFFu
 
+// clang-format off
 typedef struct ggml_cpool_driver * ggml_cpool_driver_t;
 typedef struct ggml_cpool_ctx    * ggml_cpool_ctx_t;
 typedef struct ggml_cpool        * ggml_cpool_t;
@@ -109,9 +110,11 @@ struct ggml_cpool_stats {
     uint64_t call_ns;            // time inside this pool's alloc, free and trim calls while timing is on
     uint64_t synchronizes;       // waits for the pool's stream (or device) before memory moved or was retried
 };
+// clang-format on
 
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
 
+// clang-format off
 // drivers: reference counted; a context keeps the driver it uses alive (sim: optional, for the SIM kind)
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_create (enum ggml_cpool_driver_kind kind, const struct ggml_cpool_sim_params * sim, ggml_cpool_driver_t * out);
 GGML_CPOOL_API void                         ggml_cpool_driver_release(ggml_cpool_driver_t driver);
@@ -186,7 +189,8 @@ GGML_CPOOL_API const char *                 ggml_cpool_kind_str  (enum ggml_cpoo
 // takes. Any other name: INVALID_ARGUMENT and *kind untouched, with no log line (the caller names
 // what it was reading); a NULL argument: INVALID_ARGUMENT and a line
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_kind_from_str(const char * name, enum ggml_cpool_kind * kind);
+// clang-format on
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 }
 #endif

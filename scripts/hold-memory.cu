@@ -18,8 +18,8 @@ constexpr size_t MiB = size_t(1) << 20;
 constexpr size_t STEP = 2 * MiB;
 
 bool free_bytes(size_t * out) {
-    size_t total = 0;
-    const cudaError_t err = cudaMemGetInfo(out, &total);
+    size_t            total = 0;
+    const cudaError_t err   = cudaMemGetInfo(out, &total);
     if (err != cudaSuccess) {
         std::fprintf(stderr, "hold-memory: cudaMemGetInfo: %s\n", cudaGetErrorString(err));
         return false;
@@ -27,16 +27,16 @@ bool free_bytes(size_t * out) {
     return true;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char ** argv) {
     if (argc != 2) {
         std::fprintf(stderr, "usage: hold-memory <MiB to leave free>\n");
         return 2;
     }
-    const size_t target = std::strtoull(argv[1], nullptr, 10) * MiB;
+    const size_t        target = std::strtoull(argv[1], nullptr, 10) * MiB;
     std::vector<void *> held;
-    size_t free = 0;
+    size_t              free = 0;
     if (!free_bytes(&free)) {
         return 1;
     }
@@ -44,7 +44,7 @@ int main(int argc, char ** argv) {
     // a block's real cost is known only after the driver placed it
     size_t step = SIZE_MAX;
     while (free >= target + STEP && step >= STEP) {
-        step = std::min(step, (free - target) / STEP * STEP);
+        step     = std::min(step, (free - target) / STEP * STEP);
         void * p = nullptr;
         if (cudaMalloc(&p, step) != cudaSuccess) {
             (void) cudaGetLastError();
@@ -57,10 +57,9 @@ int main(int argc, char ** argv) {
         }
         step = SIZE_MAX;
     }
-    std::printf("hold-memory: holding %zu blocks, %zu MiB free (asked %zu)\n", held.size(), free / MiB,
-                target / MiB);
+    std::printf("hold-memory: holding %zu blocks, %zu MiB free (asked %zu)\n", held.size(), free / MiB, target / MiB);
     std::fflush(stdout);
-    signal(SIGTERM, [](int) { _exit(0); });  // the driver gives the memory back with the process
+    signal(SIGTERM, [](int) { _exit(0); }); // the driver gives the memory back with the process
     for (;;) {
         pause();
     }

@@ -55,7 +55,7 @@ class log_capture {
         }
         c->lines_.emplace_back(level, s);
     }
-    mutable std::mutex                                         mutex_;
+    mutable std::mutex                                        mutex_;
     std::vector<std::pair<ggml_cpool_log_level, std::string>> lines_;
 };
 
@@ -110,9 +110,9 @@ struct sim_device {
         EXPECT_EQ(ggml_cpool_driver_outstanding(drv), 0u) << "driver memory left after every context was freed";
         ggml_cpool_driver_release(drv);
     }
-    sim_device(const sim_device &)             = delete;
-    sim_device & operator=(const sim_device &) = delete;
-    ggml_cpool_driver_t drv = nullptr;
+    sim_device(const sim_device &)                    = delete;
+    sim_device &        operator=(const sim_device &) = delete;
+    ggml_cpool_driver_t drv                           = nullptr;
 };
 
 // the parameters of a context of one kind on a given driver
@@ -138,9 +138,9 @@ inline ggml_cpool_ctx_t make_ctx(ggml_cpool_driver_t drv, ggml_cpool_kind kind, 
 
 // a context of one kind whose pools keep the given headroom (GGML_CPOOL_HEADROOM_UNLIMITED: none)
 inline ggml_cpool_ctx_t make_ctx_with_headroom(ggml_cpool_driver_t drv, ggml_cpool_kind kind, uint32_t headroom_pct) {
-    ggml_cpool_ctx_params p   = ctx_params(drv, kind);
-    p.headroom_pct            = headroom_pct;
-    ggml_cpool_ctx_t      ctx = nullptr;
+    ggml_cpool_ctx_params p = ctx_params(drv, kind);
+    p.headroom_pct          = headroom_pct;
+    ggml_cpool_ctx_t ctx    = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
     return ctx;
 }
@@ -184,8 +184,8 @@ inline void expect_consistent(ggml_cpool_t pool) {
     EXPECT_EQ(s.live_bytes + s.cached_bytes, s.reserved_bytes);
     EXPECT_GE(s.peak_live_bytes, s.live_bytes);
     EXPECT_GE(s.peak_reserved_bytes, s.reserved_bytes);
-    EXPECT_LE(s.hits, s.allocs);                // a hit always succeeds
-    EXPECT_LE(s.allocs, s.hits + s.misses);     // a miss may fail
+    EXPECT_LE(s.hits, s.allocs);            // a hit always succeeds
+    EXPECT_LE(s.allocs, s.hits + s.misses); // a miss may fail
 }
 
 // one allocation the test holds
@@ -207,14 +207,20 @@ inline void release(ggml_cpool_t pool, const buf & b) {
 // driver under test
 enum class drv { sim, cuda };
 
-inline const char * drv_name(drv d) { return d == drv::sim ? "sim" : "cuda"; }
-inline void         PrintTo(drv d, std::ostream * os) { *os << drv_name(d); }
+inline const char * drv_name(drv d) {
+    return d == drv::sim ? "sim" : "cuda";
+}
+inline void PrintTo(drv d, std::ostream * os) {
+    *os << drv_name(d);
+}
 
 // a suite parameterized by driver and pool kind
 using driver_kind = std::tuple<drv, ggml_cpool_kind>;
 
 // the names of parameterized tests: `sim`, `legacy`, `sim_legacy`
-inline std::string driver_name(const testing::TestParamInfo<drv> & info) { return drv_name(info.param); }
+inline std::string driver_name(const testing::TestParamInfo<drv> & info) {
+    return drv_name(info.param);
+}
 inline std::string kind_name(const testing::TestParamInfo<ggml_cpool_kind> & info) {
     return ggml_cpool_kind_str(info.param);
 }

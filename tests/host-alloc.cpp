@@ -78,6 +78,7 @@ scope::~scope() {
 using host_alloc::allocate;
 using host_alloc::allocate_or_throw;
 
+// clang-format off
 void * operator new(std::size_t n) { return allocate_or_throw(n, 0); }
 void * operator new[](std::size_t n) { return allocate_or_throw(n, 0); }
 void * operator new(std::size_t n, const std::nothrow_t &) noexcept { return allocate(n, 0); }
@@ -103,3 +104,4 @@ void operator delete(void * p, std::size_t, std::align_val_t) noexcept { std::fr
 void operator delete[](void * p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void * p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
 void operator delete[](void * p, std::align_val_t, const std::nothrow_t &) noexcept { std::free(p); }
+// clang-format on

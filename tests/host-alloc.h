@@ -15,7 +15,7 @@ struct plan {
 };
 
 // a new run on this thread: the counts restart
-void start(const plan & p);
+void     start(const plan & p);
 // allocations this thread made armed since start, and of those the ones that failed
 uint64_t counted();
 uint64_t failed();

@@ -9,7 +9,7 @@
 
 namespace sweep {
 
-constexpr size_t CAPACITY = 4 * harness::MiB;
+constexpr size_t CAPACITY  = 4 * harness::MiB;
 constexpr int    PROMPTS[] = { 96, 200 }; // the second request is longer
 constexpr int    STRIDE    = 40;          // tokens per decode step, as a speculative decoder's
 

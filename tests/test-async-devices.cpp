@@ -22,10 +22,10 @@ TEST_P(AsyncDevices, ReleaseFromAThreadOnAnotherDeviceTrimsTheRightDevice) {
     if (ggml_cpool_driver_device_count(driver_) < 2) {
         GTEST_SKIP() << "needs two devices; this machine has " << ggml_cpool_driver_device_count(driver_);
     }
-    uint64_t initial1 = threshold(1);
-    ggml_cpool_ctx_t ctx = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
-    ggml_cpool_t     pool = pool_of(ctx, 1);
-    buf              a    = alloc(pool, 24 * MiB);
+    uint64_t         initial1 = threshold(1);
+    ggml_cpool_ctx_t ctx      = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_t     pool     = pool_of(ctx, 1);
+    buf              a        = alloc(pool, 24 * MiB);
     release(pool, a);
     ggml_cpool_driver_synchronize(driver_, 1);
     EXPECT_GE(reserved(1), 24 * MiB);

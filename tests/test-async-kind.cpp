@@ -26,8 +26,8 @@ TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {
     sim_device          sim(sim_params(64 * MiB));
     ggml_cpool_driver_t fault = fault_over(sim.drv, "fail=free_async:1");
     ggml_cpool_ctx_t    ctx   = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
-    buf              a   = alloc(pool_of(ctx), 8 * MiB);
-    log_capture      log;
+    buf                 a     = alloc(pool_of(ctx), 8 * MiB);
+    log_capture         log;
     release(pool_of(ctx), a); // the driver refuses: the pool keeps it
     EXPECT_EQ(log.count("async free of .* failed .*kept, to retry"), 1u);
     expect_consistent(pool_of(ctx));
@@ -36,8 +36,8 @@ TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {
 }
 
 TEST(AsyncKind, IsUnsupportedOnHipAndSaysSo) {
-    clean_env           env;
-    sim_device          hip(sim_params(64 * MiB, 1, GGML_CPOOL_PLATFORM_HIP));
+    clean_env        env;
+    sim_device       hip(sim_params(64 * MiB, 1, GGML_CPOOL_PLATFORM_HIP));
     ggml_cpool_ctx_t ctx  = make_ctx(hip.drv, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool = nullptr;
     log_capture      log;
@@ -49,8 +49,8 @@ TEST(AsyncKind, IsUnsupportedOnHipAndSaysSo) {
 TEST(AsyncKind, SelectedByTheEnvironment) {
     clean_env  env;
     scoped_env set("GGML_CUDA_POOL", "async");
-    auto       cp  = ggml_cpool_ctx_default_params();
-    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
+    auto       cp        = ggml_cpool_ctx_default_params();
+    cp.driver_kind       = GGML_CPOOL_DRIVER_SIM;
     ggml_cpool_ctx_t ctx = nullptr;
     ASSERT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_OK);
     EXPECT_EQ(ggml_cpool_get_kind(pool_of(ctx)), GGML_CPOOL_KIND_ASYNC);

@@ -90,7 +90,7 @@ TEST_P(Async, AttributeFailureIsLoggedLeavesNoLatchedErrorAndAllocationCarriesOn
     ggml_cpool_driver_t fault = nullptr;
     ASSERT_EQ(ggml_cpool_driver_fault_create(driver_, "fail=attr:1", &fault), GGML_CPOOL_STATUS_OK);
     log_capture      log;
-    ggml_cpool_ctx_t ctx = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
+    ggml_cpool_ctx_t ctx  = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool = pool_of(ctx);
     EXPECT_EQ(log.count("release threshold failed .* the pool stays cold"), 1u);
     EXPECT_FALSE(ggml_cpool_driver_error_latched(fault)) << "cleared, so no later check reports it";
@@ -198,7 +198,7 @@ TEST_P(Async, ATransientBesideCachedScratchLeavesTheScratchCached) {
 // read must decide before the cache goes back
 TEST_P(Async, AnotherContextsFreeDoesNotEmptyTheReuseCache) {
     ggml_cpool_ctx_t mine = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC), other = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
-    buf              big  = alloc(pool_of(other), 4 * MiB);
+    buf              big = alloc(pool_of(other), 4 * MiB);
     release(pool_of(mine), alloc(pool_of(mine), 64 * KiB)); // read with `big` in use, then cached
     release(pool_of(other), big);
     ASSERT_EQ(ggml_cpool_driver_synchronize(driver_, 0), GGML_CPOOL_STATUS_OK); // any stream may reuse it now

@@ -26,7 +26,7 @@ struct sim_ctx {
     ggml_cpool_kind kind(int device = 0) {
         ggml_cpool_t pool = nullptr;
         return ggml_cpool_ctx_get_pool(ctx, device, &pool) == GGML_CPOOL_STATUS_OK ? ggml_cpool_get_kind(pool) :
-                                                                                    GGML_CPOOL_KIND_AUTO;
+                                                                                     GGML_CPOOL_KIND_AUTO;
     }
     ggml_cpool_ctx_t  ctx = nullptr;
     ggml_cpool_status st;
@@ -39,7 +39,7 @@ TEST(Backend, AutoPicksVmmWhereSupported) {
 
 TEST(Backend, AutoPicksLegacyWithoutVmmSupport) {
     clean_env env;
-    auto      p   = sim_params(64 * MiB);
+    auto      p     = sim_params(64 * MiB);
     p.vmm_supported = 0;
     EXPECT_EQ(sim_ctx(p).kind(), GGML_CPOOL_KIND_LEGACY);
 }
@@ -54,8 +54,9 @@ TEST(Backend, NoVmmEnvironmentSwitchesVmmOff) {
 
 TEST(Backend, PoolEnvironmentOverridesTheDefault) {
     clean_env env;
-    for (auto [value, kind] : { std::pair{ "plain", GGML_CPOOL_KIND_PLAIN }, std::pair{ "legacy", GGML_CPOOL_KIND_LEGACY },
-                                std::pair{ "VMM", GGML_CPOOL_KIND_VMM } }) {
+    for (auto [value, kind] :
+         { std::pair{ "plain", GGML_CPOOL_KIND_PLAIN }, std::pair{ "legacy", GGML_CPOOL_KIND_LEGACY },
+           std::pair{ "VMM", GGML_CPOOL_KIND_VMM } }) {
         scoped_env set("GGML_CUDA_POOL", value);
         EXPECT_EQ(sim_ctx(sim_params(64 * MiB)).kind(), kind) << value;
     }
@@ -111,13 +112,13 @@ TEST(Backend, CudaWithTwoDevicesKeepsLruReclaim) {
 }
 
 TEST(Backend, HipGuardLogLinesUseTheHipPrefix) {
-    clean_env env;
-    auto      p = sim_params(8 * MiB, 1, GGML_CPOOL_PLATFORM_HIP);
-    sim_ctx   c(p, GGML_CPOOL_KIND_LEGACY);
+    clean_env    env;
+    auto         p = sim_params(8 * MiB, 1, GGML_CPOOL_PLATFORM_HIP);
+    sim_ctx      c(p, GGML_CPOOL_KIND_LEGACY);
     ggml_cpool_t pool = pool_of(c.ctx);
     // 4 MiB stay live and 1 MiB cached, within the headroom: a 3 MiB miss fails until LRU frees it
-    buf          a    = alloc(pool, 4 * MiB);
-    buf          b    = alloc(pool, 1 * MiB);
+    buf          a = alloc(pool, 4 * MiB);
+    buf          b = alloc(pool, 1 * MiB);
     release(pool, b);
     log_capture log;
     buf         big = alloc(pool, 3 * MiB);
@@ -127,7 +128,7 @@ TEST(Backend, HipGuardLogLinesUseTheHipPrefix) {
 }
 
 TEST(Backend, PoolsAreCreatedLazilyOnePerDevice) {
-    clean_env env;
+    clean_env           env;
     ggml_cpool_driver_t drv = nullptr;
     auto                p   = sim_params(64 * MiB, 3);
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &drv), GGML_CPOOL_STATUS_OK);
@@ -281,8 +282,8 @@ void call_back(ggml_cpool_log_level, const char *, void * user) {
 TEST(Backend, ALogCallbackMayCallBackIntoTheLibrary) {
     constexpr auto DEADLINE = std::chrono::seconds(30); // a deadlock, not a slow machine
     // on a deadlock the thread stays blocked: what it uses is left to it
-    auto r = std::make_shared<reentrant>();
-    auto p = sim_params(64 * MiB);
+    auto           r = std::make_shared<reentrant>();
+    auto           p = sim_params(64 * MiB);
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &r->sim), GGML_CPOOL_STATUS_OK);
     ASSERT_EQ(ggml_cpool_driver_fault_create(r->sim, "fail=malloc:1+;fail=attr:1", &r->fault), GGML_CPOOL_STATUS_OK);
     std::promise<void> done;

@@ -13,15 +13,15 @@ constexpr size_t CAPACITY = 64 * MiB;
 
 // the world a case runs in: a context with a live and a cached buffer on a 2-device sim driver
 struct world {
-    ggml_cpool_driver_t drv   = nullptr;
-    ggml_cpool_ctx_t    ctx   = nullptr, other = nullptr;
-    ggml_cpool_t        pool  = nullptr, other_pool = nullptr;
+    ggml_cpool_driver_t drv = nullptr;
+    ggml_cpool_ctx_t    ctx = nullptr, other = nullptr;
+    ggml_cpool_t        pool = nullptr, other_pool = nullptr;
     buf                 live, cached, foreign;
 };
 
 struct bad_case {
-    const char *                             name;
-    ggml_cpool_status                        want;
+    const char *                              name;
+    ggml_cpool_status                         want;
     std::function<ggml_cpool_status(world &)> run;
 };
 
@@ -33,14 +33,15 @@ ggml_cpool_status try_alloc(ggml_cpool_t pool, size_t size, uint32_t flags = 0) 
 
 ggml_cpool_status ctx_with_env(const char * name, const char * value) {
     scoped_env set(name, value);
-    auto       cp  = ggml_cpool_ctx_default_params();
-    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
-    ggml_cpool_ctx_t ctx = nullptr;
-    ggml_cpool_status st = ggml_cpool_ctx_create(&cp, &ctx);
+    auto       cp         = ggml_cpool_ctx_default_params();
+    cp.driver_kind        = GGML_CPOOL_DRIVER_SIM;
+    ggml_cpool_ctx_t  ctx = nullptr;
+    ggml_cpool_status st  = ggml_cpool_ctx_create(&cp, &ctx);
     ggml_cpool_ctx_free(ctx);
     return st;
 }
 
+// clang-format off
 const bad_case CASES[] = {
     { "zero size", GGML_CPOOL_STATUS_INVALID_ARGUMENT, [](world & w) { return try_alloc(w.pool, 0); } },
     { "SIZE_MAX", GGML_CPOOL_STATUS_OUT_OF_MEMORY, [](world & w) { return try_alloc(w.pool, SIZE_MAX); } },
@@ -125,8 +126,11 @@ const bad_case CASES[] = {
     { "fault controls on a driver without faults", GGML_CPOOL_STATUS_INVALID_ARGUMENT,
       [](world & w) { return ggml_cpool_driver_set_faults(w.drv, "fail=any:1"); } },
 };
+// clang-format on
 
-void PrintTo(const bad_case & c, std::ostream * os) { *os << c.name; }
+void PrintTo(const bad_case & c, std::ostream * os) {
+    *os << c.name;
+}
 
 class BadInput : public testing::TestWithParam<bad_case> {
   protected:
@@ -154,11 +158,11 @@ class BadInput : public testing::TestWithParam<bad_case> {
 };
 
 TEST_P(BadInput, AnsweredWithAStatusAndOneLogLine) {
-    clean_env              env;
-    const bad_case &       c      = GetParam();
-    ggml_cpool_stats       before = stats_of(w_.pool);
-    log_capture            log;
-    ggml_cpool_status      st     = c.run(w_);
+    clean_env                env;
+    const bad_case &         c      = GetParam();
+    ggml_cpool_stats         before = stats_of(w_.pool);
+    log_capture              log;
+    ggml_cpool_status        st    = c.run(w_);
     std::vector<std::string> lines = log.lines(GGML_CPOOL_LOG_WARN);
     EXPECT_EQ(st, c.want) << ggml_cpool_status_str(st);
     EXPECT_EQ(lines.size(), 1u) << "one clear line, got: " << testing::PrintToString(lines);

@@ -21,7 +21,7 @@ class Capture : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
         ggml_cpool_sim_set_capturing(drv_, 0, stream_, 0);
         pool_test::TearDown();
     }
-    void capture(bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, stream_, on), GGML_CPOOL_STATUS_OK); }
+    void     capture(bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, stream_, on), GGML_CPOOL_STATUS_OK); }
     uint64_t calls(ggml_cpool_call c) { return ggml_cpool_driver_calls(drv_, c); }
     // calls that are illegal during capture
     uint64_t illegal() {
@@ -34,11 +34,11 @@ class Capture : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
 };
 
 TEST_P(Capture, AnAllocationFromOneSessionNeverAppearsInAnothersStats) {
-    ggml_cpool_ctx_t other = make_ctx(drv_, GetParam());
+    ggml_cpool_ctx_t other  = make_ctx(drv_, GetParam());
     ggml_cpool_t     theirs = pool_of(other);
     buf              a      = alloc(pool_, 3 * MiB);
     release(pool_, a);
-    buf b = alloc(pool_, 3 * MiB);
+    buf              b = alloc(pool_, 3 * MiB);
     ggml_cpool_stats s = stats_of(theirs);
     EXPECT_EQ(s.allocs, 0u);
     EXPECT_EQ(s.hits + s.misses, 0u);
@@ -56,10 +56,10 @@ TEST_P(Capture, OutOfMemoryDuringCaptureReturnsAStatusWithoutSynchronizeOrFree) 
     buf cached = alloc(pool_, 8 * MiB);  // above the filler, so reclaiming it leaves one free range
     release(pool_, cached);
     capture(true);
-    uint64_t    before = illegal();
-    log_capture log;
-    void *      p      = nullptr;
-    size_t      actual = 0;
+    uint64_t     before = illegal();
+    log_capture  log;
+    void *       p      = nullptr;
+    size_t       actual = 0;
     // more than is free, but not more than is free once the cached buffer goes (the VMM stack
     // would grow into the last free megabytes, so it is asked for more); the async kind's capture
     // cache cannot take the cached buffer's memory either: its free has not landed, and no
@@ -137,8 +137,8 @@ TEST_P(CachedCapture, ReclaimTakesOnlyUnpinnedBuffers) {
     buf loose = alloc(pool_, 10 * MiB);
     release(pool_, g);
     release(pool_, loose);
-    buf big = alloc(pool_, 44 * MiB); // needs reclaim: only `loose` may go
-    ggml_cpool_stats s = stats_of(pool_);
+    buf              big = alloc(pool_, 44 * MiB); // needs reclaim: only `loose` may go
+    ggml_cpool_stats s   = stats_of(pool_);
     EXPECT_EQ(s.cached_bytes, g.size) << "the pinned buffer stayed cached";
     buf again = alloc(pool_, 10 * MiB);
     EXPECT_EQ(again.ptr, g.ptr) << "and is still served within its own context";
@@ -162,8 +162,8 @@ TEST_P(Capture, PinApiMisuseIsRefused) {
 }
 
 TEST_P(Capture, DestroyQuarantinesOnlyWhatALiveGraphStillPins) {
-    ggml_cpool_ctx_t ctx  = make_ctx(drv_, GetParam());
-    ggml_cpool_t     pool = pool_of(ctx);
+    ggml_cpool_ctx_t ctx   = make_ctx(drv_, GetParam());
+    ggml_cpool_t     pool  = pool_of(ctx);
     uint64_t         graph = 0;
     ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx, &graph), GGML_CPOOL_STATUS_OK);
     buf g = alloc(pool, 5 * MiB);
@@ -196,7 +196,7 @@ TEST_P(CachedCapture, ReclaimSynchronizesTheContextsStreamNotTheDevice) {
     buf cached = alloc(pool_, 8 * MiB);
     release(pool_, cached);
     uint64_t device_syncs = calls(GGML_CPOOL_CALL_SYNCHRONIZE), stream_syncs = calls(GGML_CPOOL_CALL_STREAM_SYNC);
-    buf      big          = alloc(pool_, 24 * MiB); // reclaims the cached buffer
+    buf      big = alloc(pool_, 24 * MiB); // reclaims the cached buffer
     EXPECT_EQ(calls(GGML_CPOOL_CALL_SYNCHRONIZE), device_syncs);
     EXPECT_EQ(calls(GGML_CPOOL_CALL_STREAM_SYNC), stream_syncs + 1);
     release(pool_, big);
@@ -205,8 +205,8 @@ TEST_P(CachedCapture, ReclaimSynchronizesTheContextsStreamNotTheDevice) {
 
 TEST(CaptureVmm, APinCoversTheLargestBufferEverHandedOutAtItsAddress) {
     sim_device       device(sim_params(CAPACITY));
-    ggml_cpool_ctx_t ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_VMM);
-    ggml_cpool_t     pool = pool_of(ctx);
+    ggml_cpool_ctx_t ctx   = make_ctx(device.drv, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_t     pool  = pool_of(ctx);
     uint64_t         first = 0, second = 0;
     ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx, &first), GGML_CPOOL_STATUS_OK);
     buf a = alloc(pool, 1 * MiB), big = alloc(pool, 40 * MiB); // the first graph's buffers
@@ -282,7 +282,7 @@ TEST(CaptureAsync, AReusableBufferIsNotHandedToACapture) {
 TEST(CaptureAsync, WhatACaptureHeldBackGoesOutAtTheNextAllocationEvenAHit) {
     async_sim s(CAPACITY);
     release(s.pool, alloc(s.pool, 64 * 1024)); // cached
-    buf big = alloc(s.pool, 4 * MiB);           // too large to cache
+    buf big = alloc(s.pool, 4 * MiB);          // too large to cache
     ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
     release(s.pool, big); // held back: a free now would be captured
     ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);

@@ -26,8 +26,10 @@ std::string read(const std::filesystem::path & path) {
 
 // the device allocations a fault spec names
 const std::pair<ggml_cpool_call, const char *> ALLOCATING_CALLS[] = {
-    { GGML_CPOOL_CALL_MALLOC, "malloc" },       { GGML_CPOOL_CALL_VMM_RESERVE, "reserve" },
-    { GGML_CPOOL_CALL_VMM_CREATE, "create" },   { GGML_CPOOL_CALL_VMM_MAP, "map" },
+    { GGML_CPOOL_CALL_MALLOC, "malloc" },
+    { GGML_CPOOL_CALL_VMM_RESERVE, "reserve" },
+    { GGML_CPOOL_CALL_VMM_CREATE, "create" },
+    { GGML_CPOOL_CALL_VMM_MAP, "map" },
     { GGML_CPOOL_CALL_MALLOC_ASYNC, "malloc_async" },
 };
 
@@ -186,8 +188,10 @@ TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
                 const std::string name  = whole ? "" : variable_of(argument(it->suffix().str()), file);
                 const std::string where = path.lexically_relative(GCP_SOURCE_DIR).string() + ":" + std::to_string(n);
                 reads++;
-                EXPECT_FALSE(name.empty()) << where << " reads a variable this test cannot name (a literal, a "
-                                                       "constant of the file or ggml_cpool_option_name): " << line;
+                EXPECT_FALSE(name.empty()) << where
+                                           << " reads a variable this test cannot name (a literal, a "
+                                              "constant of the file or ggml_cpool_option_name): "
+                                           << line;
                 EXPECT_TRUE(name.empty() || name == "(a row)" || table.count(name))
                     << where << " reads " << name << ", which is not a row of ggml-cuda-pool-options.h: " << line;
             }
@@ -207,7 +211,8 @@ TEST(Sources, EveryOptionIsReadAndListedInTheDocs) {
         EXPECT_TRUE(sources.find(std::string("GGML_CPOOL_OPTION_") + r.id) != std::string::npos ||
                     sources.find(quoted) != std::string::npos)
             << r.name << " is a row no source reads (" << r.readers << ")";
-        EXPECT_NE(docs.find(std::string("| `") + r.name + "`"), std::string::npos) << r.name << " is not a row of docs/design.md's options table";
+        EXPECT_NE(docs.find(std::string("| `") + r.name + "`"), std::string::npos)
+            << r.name << " is not a row of docs/design.md's options table";
     }
 }
 

@@ -21,12 +21,12 @@ TEST(FaultSpec, WellFormedSpecsAreAccepted) {
 TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
     sim_device          device(sim_params(64 * MiB));
     ggml_cpool_driver_t inner = device.drv;
-    for (const char * spec : { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1",
-                               "fail=malloc:0", "fail=malloc:x", "prob=2", "prob=abc", "on=flush", "seed=-3",
-                               "limit=", "bogus=1", "fail=malloc:3;oops",
-                               // numbers are plain decimals: no sign, no space, nothing strtod reads besides
-                               "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0",
-                               "oneshot= 1MiB", "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
+    for (const char * spec :
+         { "oneshot", "oneshot=2.36XB", "oneshot=-1", "fail=malloc", "fail=nosuch:1", "fail=malloc:0", "fail=malloc:x",
+           "prob=2", "prob=abc", "on=flush", "seed=-3", "limit=", "bogus=1", "fail=malloc:3;oops",
+           // numbers are plain decimals: no sign, no space, nothing strtod reads besides
+           "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0", "oneshot= 1MiB",
+           "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
         log_capture         log;
         ggml_cpool_driver_t f = nullptr;
         EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;
@@ -58,8 +58,8 @@ TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
     clean_env   env;
     scoped_env  set("GGML_CUDA_POOL_FAULT", "fail=everything");
     log_capture log;
-    auto        cp = ggml_cpool_ctx_default_params();
-    cp.driver_kind = GGML_CPOOL_DRIVER_SIM;
+    auto        cp       = ggml_cpool_ctx_default_params();
+    cp.driver_kind       = GGML_CPOOL_DRIVER_SIM;
     ggml_cpool_ctx_t ctx = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(ctx, nullptr);

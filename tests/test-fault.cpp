@@ -47,17 +47,18 @@ TEST_P(Faults, OneShotAtSizeFailsTheFirstLargeEnoughAllocationOnce) {
     release(pool_, small); // something cached to reclaim, within the headroom
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 0u);
     // 2.36 MiB; the VMM pool's driver allocation is its growth, so ask it for more
-    const size_t size   = cached_kind() ? 2477260 : 5 * MiB;
-    void *       p      = nullptr;
-    size_t       actual = 0;
-    ggml_cpool_status st = ggml_cpool_alloc(pool_, size, 0, &p, &actual);
+    const size_t      size   = cached_kind() ? 2477260 : 5 * MiB;
+    void *            p      = nullptr;
+    size_t            actual = 0;
+    ggml_cpool_status st     = ggml_cpool_alloc(pool_, size, 0, &p, &actual);
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 1u);
     EXPECT_EQ(log.count("^CUDA pool\\[0\\]: injected one-shot reclaim test at \\d+\\.\\d\\d MiB$"), 1u);
     if (cached_kind()) {
         EXPECT_EQ(log.count("injected one-shot reclaim test at 2\\.48 MiB"), 1u) << "the look-ahead size";
         EXPECT_EQ(st, GGML_CPOOL_STATUS_OK) << "the retry after reclaim succeeds";
-        EXPECT_EQ(log.count(kind_ == GGML_CPOOL_KIND_LEGACY ? "retry succeeded after reclaiming"
-                                                            : "retry succeeded after freeing"), 1u);
+        EXPECT_EQ(log.count(kind_ == GGML_CPOOL_KIND_LEGACY ? "retry succeeded after reclaiming" :
+                                                              "retry succeeded after freeing"),
+                  1u);
     } else {
         // nothing cached to give back: one retry after a synchronize, and one shot only
         EXPECT_EQ(st, GGML_CPOOL_STATUS_OK) << "the VMM pool's retry succeeds";
@@ -102,8 +103,8 @@ TEST_P(Faults, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
 TEST_P(Faults, KthCallOfAKindFails) {
     // the second call, the retry after a synchronize and the three transient retries fail
     ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "2,3,4,5,6").c_str()), GGML_CPOOL_STATUS_OK);
-    buf    a = alloc(pool_, 4 * MiB);
-    void * p = nullptr;
+    buf    a      = alloc(pool_, 4 * MiB);
+    void * p      = nullptr;
     size_t actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 16 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY)
         << "nothing cached to reclaim: the status reaches the caller";
@@ -146,7 +147,7 @@ TEST_P(Faults, EveryCallFailingLeavesThePoolUsable) {
     buf a = alloc(pool_, 2 * MiB);
     release(pool_, a);
     ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "fail=any:1+"), GGML_CPOOL_STATUS_OK);
-    void * p = nullptr;
+    void * p      = nullptr;
     size_t actual = 0;
     EXPECT_NE(ggml_cpool_alloc(pool_, 64 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK);
     EXPECT_NE(ggml_cpool_trim(pool_), GGML_CPOOL_STATUS_OK) << "the driver refuses every free";
@@ -166,7 +167,7 @@ TEST_P(Faults, ProbabilityFromASeedIsReproducibleAndLimited) {
         EXPECT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
         int errors = 0;
         for (int i = 0; i < 40; i++) {
-            void * p = nullptr;
+            void * p      = nullptr;
             size_t actual = 0;
             if (ggml_cpool_alloc(pool, size_t(1 + i % 7) * MiB, 0, &p, &actual) == GGML_CPOOL_STATUS_OK) {
                 ggml_cpool_free(pool, p, actual);
@@ -197,7 +198,7 @@ TEST_P(CachedFaults, SynchronizeFailureBeforeReclaimIsReported) {
     release(pool_, a);
     ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=8MiB;fail=stream_sync:1"), GGML_CPOOL_STATUS_OK);
     log_capture log;
-    void *      p = nullptr;
+    void *      p      = nullptr;
     size_t      actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 8 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_DRIVER_ERROR);
     EXPECT_EQ(log.count("synchronize before reclaim failed"), 1u);
@@ -211,7 +212,7 @@ TEST_P(VmmFaults, FailuresAtEveryStepOfGrowthLeaveNothingBehind) {
         ggml_cpool_ctx_t ctx  = make_ctx(fault_, GGML_CPOOL_KIND_VMM);
         ggml_cpool_t     pool = pool_of(ctx);
         ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, spec), GGML_CPOOL_STATUS_OK);
-        void * p = nullptr;
+        void * p      = nullptr;
         size_t actual = 0;
         EXPECT_NE(ggml_cpool_alloc(pool, 3 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK) << spec;
         ggml_cpool_driver_set_faults(fault_, nullptr);
@@ -261,11 +262,11 @@ TEST_P(VmmFaults, AnUnmapWhoseReleaseFailsMovesTheGenerationAtOnce) {
 }
 
 TEST_P(Faults, EnvironmentSpecArmsEveryContext) {
-    clean_env  env;
-    scoped_env set("GGML_CUDA_POOL_FAULT", "oneshot-any=1MiB");
-    ggml_cpool_ctx_t ctx  = make_ctx(inner_, kind_);
-    ggml_cpool_t     pool = pool_of(ctx);
-    void *           p    = nullptr;
+    clean_env        env;
+    scoped_env       set("GGML_CUDA_POOL_FAULT", "oneshot-any=1MiB");
+    ggml_cpool_ctx_t ctx    = make_ctx(inner_, kind_);
+    ggml_cpool_t     pool   = pool_of(ctx);
+    void *           p      = nullptr;
     size_t           actual = 0;
     log_capture      log;
     EXPECT_EQ(ggml_cpool_alloc(pool, 2 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OK)
@@ -296,12 +297,12 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
         pool_  = pool_of(ctx_);
     }
     // the clean run counts the calls
-    ggml_cpool_ctx_t  clean      = make_ctx(fault_, kind_);
-    ggml_cpool_t      clean_pool = pool_of(clean); // created (with its stream) before counting, as below
-    uint64_t          calls0     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
-    sweep::run        base       = workload(clean_pool);
-    const uint64_t    K     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
-    ggml_cpool_stats  cs    = stats_of(clean_pool);
+    ggml_cpool_ctx_t clean      = make_ctx(fault_, kind_);
+    ggml_cpool_t     clean_pool = pool_of(clean); // created (with its stream) before counting, as below
+    uint64_t         calls0     = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT);
+    sweep::run       base       = workload(clean_pool);
+    const uint64_t   K          = ggml_cpool_driver_calls(fault_, GGML_CPOOL_CALL_COUNT) - calls0;
+    ggml_cpool_stats cs         = stats_of(clean_pool);
     ggml_cpool_ctx_free(clean);
     ASSERT_EQ(base.errors, 0);
     ASSERT_TRUE(base.trimmed);
@@ -337,8 +338,8 @@ TEST_P(Faults, SweepEveryDriverCallOfAnLlmWorkload) {
             runs++;
         }
     }
-    printf("fault sweep [%s, %s]: K=%llu driver calls, %d runs: %d recovered, %d returned an error\n",
-           drv_name(which_), ggml_cpool_kind_str(kind_), (unsigned long long) K, runs, recovered, errored);
+    printf("fault sweep [%s, %s]: K=%llu driver calls, %d runs: %d recovered, %d returned an error\n", drv_name(which_),
+           ggml_cpool_kind_str(kind_), (unsigned long long) K, runs, recovered, errored);
     RecordProperty("K", int(K));
     RecordProperty("recovered", recovered);
     RecordProperty("errors", errored);
@@ -353,10 +354,12 @@ const auto VMM    = testing::Values(GGML_CPOOL_KIND_VMM);
 // on the GPU the kind comes from the environment: scripts/gpu-test.sh runs it with and without
 // GGML_CUDA_NO_VMM=1
 const std::vector<ggml_cpool_kind> FAULT_KINDS =
-    DRIVER == drv::cuda ? std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_AUTO } :
-                          std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
+    DRIVER == drv::cuda ?
+        std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_AUTO } :
+        std::vector<ggml_cpool_kind>{ GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
 
-HARNESS_INSTANTIATE(Faults, testing::Combine(testing::Values(DRIVER), testing::ValuesIn(FAULT_KINDS)), driver_kind_name);
+HARNESS_INSTANTIATE(Faults, testing::Combine(testing::Values(DRIVER), testing::ValuesIn(FAULT_KINDS)),
+                    driver_kind_name);
 HARNESS_INSTANTIATE(CachedFaults, testing::Combine(testing::Values(DRIVER), CACHED), driver_kind_name);
 HARNESS_INSTANTIATE(VmmFaults, testing::Combine(testing::Values(DRIVER), VMM), driver_kind_name);
 

@@ -117,8 +117,8 @@ class TwoSessions : public testing::Test {
 
     ggml_cpool_driver_t drv_ = nullptr, faulty_ = nullptr;
     ggml_cpool_ctx_t    a_ = nullptr, b_ = nullptr;
-    void *              sa_ = nullptr, * sb_ = nullptr;
-    float *             in_ = nullptr, * out_ = nullptr;
+    void *              sa_ = nullptr, *sb_ = nullptr;
+    float *             in_ = nullptr, *out_ = nullptr;
     std::vector<float>  host_in_;
 };
 
@@ -133,7 +133,7 @@ class Graphs : public TwoSessions {
         ggml_cpool_t a_pool = pool_of(a_);
         const int    blocks = (N + THREADS - 1) / THREADS;
         // warm-up outside capture: the pool holds the buffer before capture (no driver call in capture)
-        buf warm = alloc(a_pool, BYTES);
+        buf          warm = alloc(a_pool, BYTES);
         write_scratch<<<blocks, THREADS, 0, sa>>>(in_, static_cast<float *>(warm.ptr), N);
         cudaStreamSynchronize(sa);
         release(a_pool, warm);
@@ -190,8 +190,8 @@ class Graphs : public TwoSessions {
 };
 
 TEST_F(Graphs, EveryReplayIsCorrectWhileAnotherSessionReclaims) {
-    int correct = run(pool_of(b_), false);
-    ggml_cpool_stats s = stats_of(pool_of(b_));
+    int              correct = run(pool_of(b_), false);
+    ggml_cpool_stats s       = stats_of(pool_of(b_));
     printf("graph replays: %d of %d correct; session B: %llu allocs, %llu LRU reclaims, %llu flushes, %llu "
            "OUT_OF_MEMORY, %llu faults injected\n",
            correct, REPLAYS, (unsigned long long) s.allocs, (unsigned long long) s.lru_reclaims,
@@ -256,11 +256,11 @@ class AsyncGraphs : public TwoSessions {
     // memory while the graph lives; *update: what updating the executable graph from a second
     // capture of the same work gave (in_capture only)
     int run(bool in_capture, size_t * graph_reserved, cudaError_t * update = nullptr) {
-        cudaStream_t sa = static_cast<cudaStream_t>(sa_), sb = static_cast<cudaStream_t>(sb_);
-        ggml_cpool_t b_pool = pool_of(b_);
-        buf          outside;
-        cudaGraph_t  graph = capture(in_capture, &outside);
-        cudaGraphExec_t exec = nullptr;
+        cudaStream_t    sa = static_cast<cudaStream_t>(sa_), sb = static_cast<cudaStream_t>(sb_);
+        ggml_cpool_t    b_pool = pool_of(b_);
+        buf             outside;
+        cudaGraph_t     graph = capture(in_capture, &outside);
+        cudaGraphExec_t exec  = nullptr;
         EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
 
         std::vector<float> host_out(N);

@@ -12,11 +12,11 @@ using namespace harness;
 
 namespace {
 
-constexpr size_t   SCRATCH      = 4 * MiB;   // a layer's fixed scratch, the same every step
-constexpr size_t   GROWTH_STEP  = 256 << 10; // the conversion buffer grows by this each step
-constexpr int      STEPS        = 64;
-constexpr int      STEADY_STEPS = 16;
-constexpr uint32_t HEADROOM_PCT = 25;
+constexpr size_t   SCRATCH                = 4 * MiB;   // a layer's fixed scratch, the same every step
+constexpr size_t   GROWTH_STEP            = 256 << 10; // the conversion buffer grows by this each step
+constexpr int      STEPS                  = 64;
+constexpr int      STEADY_STEPS           = 16;
+constexpr uint32_t HEADROOM_PCT           = 25;
 constexpr uint64_t MAX_ASYNC_ALLOC_FACTOR = 2;
 
 struct run_result {
@@ -39,7 +39,7 @@ run_result grow_then_hold(ggml_cpool_kind kind, uint32_t headroom_pct) {
     sim_device       device(sim_params(1024 * MiB));
     ggml_cpool_ctx_t ctx  = make_ctx_with_headroom(device.drv, kind, headroom_pct);
     ggml_cpool_t     pool = pool_of(ctx);
-    run_result   r;
+    run_result       r;
     for (int t = 1; t <= STEPS; t++) {
         step(pool, size_t(t) * GROWTH_STEP);
         ggml_cpool_stats s = stats_of(pool);
@@ -54,7 +54,7 @@ run_result grow_then_hold(ggml_cpool_kind kind, uint32_t headroom_pct) {
     r.end                  = stats_of(pool);
     r.steady_driver_allocs = r.end.driver_allocs - before.driver_allocs;
     r.steady_hits          = r.end.hits - before.hits;
-    r.syncs = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_SYNCHRONIZE) +
+    r.syncs                = ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_SYNCHRONIZE) +
               ggml_cpool_driver_calls(device.drv, GGML_CPOOL_CALL_STREAM_SYNC);
     ggml_cpool_ctx_free(ctx);
     return r;
@@ -63,7 +63,7 @@ run_result grow_then_hold(ggml_cpool_kind kind, uint32_t headroom_pct) {
 class Headroom : public testing::TestWithParam<ggml_cpool_kind> {};
 
 TEST_P(Headroom, ReservedStaysWithinTheHeadroomOfPeakLive) {
-    run_result r     = grow_then_hold(GetParam(), HEADROOM_PCT);
+    run_result   r   = grow_then_hold(GetParam(), HEADROOM_PCT);
     const double cap = 1.0 + HEADROOM_PCT / 100.0;
     EXPECT_LE(r.worst_ratio, cap) << "reserved / peak live after some step";
     EXPECT_EQ(r.steady_driver_allocs, 0u) << "steady state is served from what the pool holds";
@@ -93,16 +93,17 @@ TEST_P(Headroom, NoMoreDriverAllocationsThanWithoutIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, Headroom,
-                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC), kind_name);
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_ASYNC),
+                         kind_name);
 
 // a captured graph's buffers stay where the graph will use them: no release during a capture
 TEST(HeadroomRule, NothingGoesBackWhileTheStreamCaptures) {
-    sim_device            device(sim_params(1024 * MiB));
-    ggml_cpool_ctx_t      ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_LEGACY);
-    ggml_cpool_t          pool = pool_of(ctx);
-    buf                   a    = alloc(pool, 8 * MiB);
+    sim_device       device(sim_params(1024 * MiB));
+    ggml_cpool_ctx_t ctx  = make_ctx(device.drv, GGML_CPOOL_KIND_LEGACY);
+    ggml_cpool_t     pool = pool_of(ctx);
+    buf              a    = alloc(pool, 8 * MiB);
     release(pool, a);
-    void *                stream = nullptr;
+    void * stream = nullptr;
     ASSERT_EQ(ggml_cpool_ctx_stream(ctx, 0, &stream), GGML_CPOOL_STATUS_OK);
     ASSERT_EQ(ggml_cpool_sim_set_capturing(device.drv, 0, stream, 1), GGML_CPOOL_STATUS_OK);
     buf b = alloc(pool, 16 * MiB); // 8 + 16.8 MiB held for 16.8 live: beyond the headroom
@@ -144,9 +145,9 @@ class GrowthReserve : public testing::TestWithParam<std::tuple<ggml_cpool_kind, 
 TEST_P(GrowthReserve, AGrowingBufferMissesAtMostLog2OfItsGrowthPlusTwo) {
     const auto [kind, w] = GetParam();
     sim_device       device(sim_params(size_t(64) << 30));
-    ggml_cpool_ctx_t ctx  = make_ctx(device.drv, kind);
-    ggml_cpool_t     pool = pool_of(ctx);
-    double           size = 1.0 * MiB;
+    ggml_cpool_ctx_t ctx            = make_ctx(device.drv, kind);
+    ggml_cpool_t     pool           = pool_of(ctx);
+    double           size           = 1.0 * MiB;
     uint64_t         growing_misses = 0;
     for (int step = 0; step < GROWTH_STEPS; step++) {
         buf            scratch = w.before > 0 ? alloc(pool, size_t(w.before * size)) : buf{};

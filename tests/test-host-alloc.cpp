@@ -23,7 +23,9 @@ constexpr size_t CAPACITY = 64 * MiB;
 // discards every line: the sweep's refusals would flood stderr, and a capturing logger would
 // allocate inside the armed calls
 struct quiet_log {
-    quiet_log() { ggml_cpool_log_set([](ggml_cpool_log_level, const char *, void *) {}, nullptr); }
+    quiet_log() {
+        ggml_cpool_log_set([](ggml_cpool_log_level, const char *, void *) {}, nullptr);
+    }
     ~quiet_log() { ggml_cpool_log_set(nullptr, nullptr); }
 };
 
@@ -134,10 +136,10 @@ TEST(HostAllocFault, AVmmGrowthThatCannotBeRecordedLeavesNothingBehind) {
     sim_device device(sim_params(CAPACITY));
     quiet_log  quiet;
     int        runs = each_failing_allocation([&] {
-        ggml_cpool_ctx_t ctx   = make_ctx(device.drv, GGML_CPOOL_KIND_VMM);
-        ggml_cpool_t     pool  = pool_of(ctx);
-        buf              first = alloc(pool, 1 * MiB); // the range reserved, one chunk mapped
-        buf              b;
+        ggml_cpool_ctx_t  ctx   = make_ctx(device.drv, GGML_CPOOL_KIND_VMM);
+        ggml_cpool_t      pool  = pool_of(ctx);
+        buf               first = alloc(pool, 1 * MiB); // the range reserved, one chunk mapped
+        buf               b;
         ggml_cpool_status st = armed([&] { return ggml_cpool_alloc(pool, 5 * MiB, 0, &b.ptr, &b.size); });
         EXPECT_TRUE(st == OK || st == OOM) << ggml_cpool_status_str(st);
         if (st == OK) {
@@ -285,7 +287,7 @@ session pins(ggml_cpool_driver_t drv, ggml_cpool_kind kind) {
 }
 
 struct sweep_param {
-    const char *    scenario;
+    const char * scenario;
     session (*run)(ggml_cpool_driver_t, ggml_cpool_kind);
     ggml_cpool_kind kind;
 };
@@ -345,8 +347,7 @@ TEST_P(HostAllocFaultSweep, EveryHostAllocationFailsInTurn) {
         }
     }
     printf("host-alloc sweep [%s, %s]: K=%llu host allocations, %d runs: %d recovered, %d returned an error\n",
-           GetParam().scenario, ggml_cpool_kind_str(GetParam().kind), (unsigned long long) K, runs, recovered,
-           errored);
+           GetParam().scenario, ggml_cpool_kind_str(GetParam().kind), (unsigned long long) K, runs, recovered, errored);
     RecordProperty("K", int(K));
     RecordProperty("recovered", recovered);
     RecordProperty("errors", errored);

@@ -11,10 +11,14 @@ namespace {
 
 constexpr size_t ROUNDING = 256;
 
-size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+size_t round_up(size_t x, size_t a) {
+    return (x + a - 1) / a * a;
+}
 
 // what a miss takes from the driver: 5% look-ahead, rounded to 256 bytes
-size_t look_ahead(size_t size) { return round_up(size + size / 20, ROUNDING); }
+size_t look_ahead(size_t size) {
+    return round_up(size + size / 20, ROUNDING);
+}
 
 class Legacy : public pool_test<> {
   protected:
@@ -29,6 +33,7 @@ class Legacy : public pool_test<> {
     static constexpr size_t U    = 2 * MiB;
     static constexpr size_t TAIL = 1 * MiB;
     static constexpr int    N    = 6;
+
     void fragment() {
         open(look_ahead(U) * (2 * N + 1) + TAIL, kind_);
         std::vector<buf> a;
@@ -111,15 +116,15 @@ TEST_F(Legacy, LruReclaimFreesOldestFirstAndStopsAtThreeTimesTheRequest) {
     }
     const size_t R = 7 * MiB, r = look_ahead(R); // 3r needs ceil(3r / u) = 6 buffers
     ASSERT_EQ((3 * r + u - 1) / u, 6u);
-    log_capture log;
-    buf         big = alloc(pool_, R);
-    ggml_cpool_stats s = stats_of(pool_);
+    log_capture      log;
+    buf              big = alloc(pool_, R);
+    ggml_cpool_stats s   = stats_of(pool_);
     EXPECT_EQ(s.lru_reclaims, 1u);
     EXPECT_EQ(s.lru_reclaimed_bytes, 6 * u);
     EXPECT_EQ(s.flushes, 0u);
     EXPECT_EQ(s.cached_bytes, 2 * u) << "reclaim stopped once 3x the request was freed";
     // the survivors are the two most recently used: 5 and 0
-    buf x = alloc(pool_, U), y = alloc(pool_, U);
+    buf                 x = alloc(pool_, U), y = alloc(pool_, U);
     std::vector<void *> kept = { x.ptr, y.ptr };
     std::sort(kept.begin(), kept.end());
     std::vector<void *> want = { bufs[5].ptr, bufs[0].ptr };
@@ -145,8 +150,8 @@ TEST_F(Legacy, FullFlushWhenLruReclaimIsNotEnough) {
     fragment();
     // 2.5 MiB fits nowhere but in b + tail; LRU frees a0..a3 (3x the request) whose gaps are
     // each too small, so the pool must flush b as well
-    log_capture log;
-    buf         x = alloc(pool_, 5 * MiB / 2);
+    log_capture      log;
+    buf              x = alloc(pool_, 5 * MiB / 2);
     ggml_cpool_stats s = stats_of(pool_);
     EXPECT_EQ(s.lru_reclaims, 1u);
     EXPECT_EQ(s.lru_reclaimed_bytes, 4 * look_ahead(U));
@@ -165,8 +170,8 @@ TEST_F(Legacy, FullFlushWhenLruReclaimIsNotEnough) {
 TEST_F(Legacy, PlainKindFlushesWithoutTheLruStep) {
     kind_ = GGML_CPOOL_KIND_PLAIN;
     fragment();
-    log_capture log;
-    buf         x = alloc(pool_, 5 * MiB / 2);
+    log_capture      log;
+    buf              x = alloc(pool_, 5 * MiB / 2);
     ggml_cpool_stats s = stats_of(pool_);
     EXPECT_EQ(s.lru_reclaims, 0u);
     EXPECT_EQ(s.flushes, 1u);
@@ -180,7 +185,7 @@ TEST_F(Legacy, PlainKindFlushesWithoutTheLruStep) {
 TEST_F(Legacy, OutOfMemoryWhenBothFailThenSmallerRequestsStillServed) {
     fragment();
     log_capture log;
-    void *      p = nullptr;
+    void *      p      = nullptr;
     size_t      actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(p, nullptr);
@@ -201,10 +206,10 @@ TEST_F(Legacy, OutOfMemoryWhenBothFailThenSmallerRequestsStillServed) {
 
 TEST_F(Legacy, OutOfMemoryWithNothingCachedRetriesThenFails) {
     open(8 * MiB);
-    buf    a = alloc(pool_, 6 * MiB);
-    void * p = nullptr;
-    size_t actual = 0;
-    log_capture log;
+    buf            a      = alloc(pool_, 6 * MiB);
+    void *         p      = nullptr;
+    size_t         actual = 0;
+    log_capture    log;
     const uint64_t mallocs = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC);
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC) - mallocs, 5u)

@@ -78,7 +78,7 @@ TEST_P(MultiGpu, DestroyFromAThreadOnTheOtherDeviceReleasesBoth) {
         alloc(pool_of(ctx, d), 4 << 20); // left live
         release(pool_of(ctx, d), cached);
     }
-    int current = -1;
+    int         current = -1;
     std::thread destroyer([&] {
         ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
         ggml_cpool_ctx_free(ctx);
@@ -98,9 +98,9 @@ TEST_P(MultiGpuVmm, PeerAccessLetsAKernelOnDeviceOneReadDeviceZerosBuffer) {
     if (!can) {
         GTEST_SKIP() << "device 1 cannot reach device 0's memory on this machine";
     }
-    ggml_cpool_ctx_t ctx  = make(true);
-    const int        n    = 1 << 20;
-    buf              src  = alloc(pool_of(ctx, 0), n * sizeof(float));
+    ggml_cpool_ctx_t   ctx = make(true);
+    const int          n   = 1 << 20;
+    buf                src = alloc(pool_of(ctx, 0), n * sizeof(float));
     std::vector<float> host(n);
     for (int i = 0; i < n; i++) {
         host[i] = float(i % 977) - 300.0f;
@@ -110,7 +110,7 @@ TEST_P(MultiGpuVmm, PeerAccessLetsAKernelOnDeviceOneReadDeviceZerosBuffer) {
     buf dst = alloc(pool_of(ctx, 1), n * sizeof(float));
     CHECK_CUDA(cudaSetDevice(1));
     copy_scaled<<<(n + THREADS - 1) / THREADS, THREADS>>>(static_cast<const float *>(src.ptr),
-                                                         static_cast<float *>(dst.ptr), n, 3.0f);
+                                                          static_cast<float *>(dst.ptr), n, 3.0f);
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaDeviceSynchronize());
     std::vector<float> out(n);
@@ -126,7 +126,8 @@ TEST_P(MultiGpuVmm, PeerAccessLetsAKernelOnDeviceOneReadDeviceZerosBuffer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, MultiGpu,
-                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC), kind_name);
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC),
+                         kind_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, MultiGpuVmm, testing::Values(GGML_CPOOL_KIND_VMM), kind_name);
 
 } // namespace

@@ -47,7 +47,7 @@ TEST_P(PoolRules, FreedBufferIsServedAgainWithoutTheDriver) {
     release(pool_, a);
     ggml_cpool_stats before = stats_of(pool_);
     EXPECT_GT(before.cached_bytes, 0u) << "the freed buffer is retained";
-    buf b = alloc(pool_, 3 * MiB);
+    buf              b     = alloc(pool_, 3 * MiB);
     ggml_cpool_stats after = stats_of(pool_);
     EXPECT_EQ(b.ptr, a.ptr);
     EXPECT_EQ(after.hits, before.hits + 1);
@@ -85,7 +85,7 @@ TEST_P(PoolRules, OverallocateGivesTwiceTheRequest) {
 
 TEST_P(PoolRules, AGrowingRequestTakesNoMoreThanItsLimit) {
     constexpr size_t SIZE = 5 * MiB, LIMIT = 7 * MiB;
-    void *           p = nullptr;
+    void *           p      = nullptr;
     size_t           actual = 0;
     ASSERT_EQ(ggml_cpool_alloc_growing(pool_, SIZE, LIMIT, &p, &actual), GGML_CPOOL_STATUS_OK);
     EXPECT_EQ(actual, LIMIT) << "twice the request would pass what the buffer can ever need";
@@ -102,7 +102,7 @@ TEST_P(PoolRules, StatsCountAllocsHitsAndMisses) {
     buf a = alloc(pool_, 1 * MiB);
     buf b = alloc(pool_, 1 * MiB);
     release(pool_, a);
-    buf c = alloc(pool_, 1 * MiB); // a hit on either pool kind
+    buf              c = alloc(pool_, 1 * MiB); // a hit on either pool kind
     ggml_cpool_stats s = stats_of(pool_);
     EXPECT_EQ(s.allocs, 3u);
     EXPECT_EQ(s.hits + s.misses, 3u);
@@ -175,7 +175,7 @@ TEST_P(PoolRules, TrimReturnsCachedMemoryAndMovesTheGeneration) {
 TEST_P(PoolRules, SteadyStateNeverCallsTheDriver) {
     // one decode step's scratch pattern, repeated: after the first step everything is a hit
     const size_t sizes[] = { 4 * MiB, 512 * 1024, 16 * MiB, 64 * 1024, 2 * MiB };
-    auto step = [&] {
+    auto         step    = [&] {
         std::vector<buf> bufs;
         for (size_t s : sizes) {
             bufs.push_back(alloc(pool_, s));
@@ -235,7 +235,7 @@ TEST_P(PoolRules, OutOfOrderFreesKeepBuffersApart) {
     buf b = alloc(pool_, 2 * MiB);
     buf c = alloc(pool_, 1 * MiB);
     release(pool_, a); // not the most recent: out of order for a stack
-    buf d = alloc(pool_, 512 * 1024);
+    buf  d       = alloc(pool_, 512 * 1024);
     auto overlap = [](const buf & x, const buf & y) {
         auto xs = reinterpret_cast<uintptr_t>(x.ptr), ys = reinterpret_cast<uintptr_t>(y.ptr);
         return xs < ys + y.size && ys < xs + x.size;
@@ -290,7 +290,8 @@ TEST_P(PoolRules, RandomOperationsKeepEveryInvariant) {
 }
 
 const auto OWNED = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM);
-const auto ALL   = testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC);
+const auto ALL =
+    testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_ASYNC);
 
 HARNESS_INSTANTIATE(PoolRules, testing::Combine(testing::Values(DRIVER), ALL), driver_kind_name);
 HARNESS_INSTANTIATE(OwnedPoolRules, testing::Combine(testing::Values(DRIVER), OWNED), driver_kind_name);

@@ -37,7 +37,10 @@ class Streams : public pool_test<testing::TestWithParam<ggml_cpool_kind>> {
         return ctx;
     }
     uint64_t on(int i) { return ggml_cpool_sim_stream_calls(drv_, 0, consumer_[i]); }
-    void     capture(int i, bool on) { ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, consumer_[i], on), GGML_CPOOL_STATUS_OK); }
+
+    void capture(int i, bool on) {
+        ASSERT_EQ(ggml_cpool_sim_set_capturing(drv_, 0, consumer_[i], on), GGML_CPOOL_STATUS_OK);
+    }
 
     ggml_cpool_driver_t & drv_         = driver_; // the sim one
     void *                consumer_[2] = {};
@@ -199,7 +202,7 @@ TEST(StreamsAsync, ACaptureIsServedOutsideTheGraph) {
     const uint64_t async_allocs = s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC);
     const uint64_t async_frees  = s.calls(GGML_CPOOL_CALL_FREE_ASYNC);
     const uint64_t mallocs = s.calls(GGML_CPOOL_CALL_MALLOC), frees = s.calls(GGML_CPOOL_CALL_FREE);
-    buf g = alloc(pool, 4 * MiB);
+    buf            g = alloc(pool, 4 * MiB);
     EXPECT_TRUE(fill_and_check(drv::sim, g.ptr, g.size, 0x3d));
     EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC_ASYNC), async_allocs) << "no memory node in the graph";
     EXPECT_EQ(s.calls(GGML_CPOOL_CALL_MALLOC), mallocs + 1) << "a buffer of the pool's own, outside the graph";

@@ -15,18 +15,20 @@ using namespace harness;
 
 namespace {
 
-constexpr size_t   OPS          = 1000000;
-constexpr size_t   THREAD_OPS   = 100000;
-constexpr int      THREADS      = 4;
-constexpr size_t   CAPACITY     = size_t(64) << 30; // host pages are never touched: virtual only
-constexpr size_t   TRIM_EVERY   = 50000;
-constexpr size_t   RECENT       = 8;                // frees favour the most recent buffers, as a graph does
-constexpr uint64_t RECENT_SHARE = 7;                // of 10 frees, one of the RECENT; the rest anywhere
-constexpr size_t   MAX_SIZE_LOG = 23;               // requests up to 8 MiB
-constexpr size_t   LIVE_TARGET  = 48;               // live buffers hover around this count
-constexpr size_t   TIGHT_CAPACITY  = 96 * MiB;      // a device that runs out under this traffic
+constexpr size_t   OPS            = 1000000;
+constexpr size_t   THREAD_OPS     = 100000;
+constexpr int      THREADS        = 4;
+constexpr size_t   CAPACITY       = size_t(64) << 30; // host pages are never touched: virtual only
+constexpr size_t   TRIM_EVERY     = 50000;
+constexpr size_t   RECENT         = 8;        // frees favour the most recent buffers, as a graph does
+constexpr uint64_t RECENT_SHARE   = 7;        // of 10 frees, one of the RECENT; the rest anywhere
+constexpr size_t   MAX_SIZE_LOG   = 23;       // requests up to 8 MiB
+constexpr size_t   LIVE_TARGET    = 48;       // live buffers hover around this count
+constexpr size_t   TIGHT_CAPACITY = 96 * MiB; // a device that runs out under this traffic
 
-size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+size_t round_up(size_t x, size_t a) {
+    return (x + a - 1) / a * a;
+}
 
 // what a pool must report, computed without looking at the pool
 class model {
@@ -34,9 +36,9 @@ class model {
     virtual ~model() = default;
     // the size the pool must return for a request it served at ptr (the VMM model also sets
     // expect_ptr, the address the pool must have returned)
-    virtual size_t alloc(size_t size, bool overallocate, uintptr_t ptr) = 0;
-    virtual void   free(uintptr_t ptr, size_t actual)                   = 0;
-    virtual void   trim()                                               = 0;
+    virtual size_t   alloc(size_t size, bool overallocate, uintptr_t ptr) = 0;
+    virtual void     free(uintptr_t ptr, size_t actual)                   = 0;
+    virtual void     trim()                                               = 0;
     ggml_cpool_stats s{};
 
   protected:
@@ -151,8 +153,8 @@ class legacy_model : public model {
         }
         const size_t excess = s.reserved_bytes + bytes - budget;
         for (size_t freed = 0; freed < excess && count_ > 0;) {
-            auto oldest = cache_.begin();
-            size_t at = 0;
+            auto   oldest = cache_.begin();
+            size_t at     = 0;
             for (auto it = cache_.begin(); it != cache_.end(); ++it) {
                 for (size_t i = 0; i < it->second.size(); i++) {
                     if (it->second[i] < oldest->second[at]) {
@@ -173,14 +175,14 @@ class legacy_model : public model {
         }
     }
 
-    static constexpr size_t MAX_GROWING = 8;
-    std::map<size_t, std::vector<uint64_t>> cache_; // size -> when each was cached, latest last
+    static constexpr size_t                  MAX_GROWING = 8;
+    std::map<size_t, std::vector<uint64_t>>  cache_;  // size -> when each was cached, latest last
     std::vector<std::pair<size_t, uint64_t>> growth_; // the reserve: size, when cached
     std::set<uintptr_t>                      growing_out_;
-    size_t                                   need_ = 0; // the latest growing request
-    const uint32_t pct_ = ggml_cpool_ctx_default_params().headroom_pct;
-    size_t         count_ = 0;
-    uint64_t       outgrown_ = 0, clock_ = uint64_t(1) << 62; // outgrown stamps: older than any use
+    size_t                                   need_  = 0; // the latest growing request
+    const uint32_t                           pct_   = ggml_cpool_ctx_default_params().headroom_pct;
+    size_t                                   count_ = 0;
+    uint64_t outgrown_ = 0, clock_ = uint64_t(1) << 62; // outgrown stamps: older than any use
 };
 
 // the VMM pool: a stack of blocks over chunks mapped at the granularity; a freed block below the
@@ -193,7 +195,8 @@ class vmm_model : public model {
         size_t bytes = round_up(overallocate ? 2 * size : size, 128);
         size_t hole  = blocks_.size();
         for (size_t i = 0; i < blocks_.size(); i++) {
-            if (blocks_[i].freed && blocks_[i].size >= bytes && (hole == blocks_.size() || blocks_[i].size < blocks_[hole].size)) {
+            if (blocks_[i].freed && blocks_[i].size >= bytes &&
+                (hole == blocks_.size() || blocks_[i].size < blocks_[hole].size)) {
                 hole = i;
             }
         }
@@ -263,8 +266,8 @@ class vmm_model : public model {
         bool   freed;
     };
     size_t                                 gran_;
-    uintptr_t                              base_   = 0;
-    size_t                                 used_   = 0, mapped_ = 0;
+    uintptr_t                              base_ = 0;
+    size_t                                 used_ = 0, mapped_ = 0;
     std::vector<block>                     blocks_;
     std::vector<std::pair<size_t, size_t>> chunks_; // offset, size
 };
@@ -278,10 +281,11 @@ bool same(const ggml_cpool_stats & a, const ggml_cpool_stats & b) {
 
 std::string show(const ggml_cpool_stats & s) {
     char text[256];
-    snprintf(text, sizeof(text), "live %zu cached %zu reserved %zu allocs %llu hits %llu misses %llu drv %llu/%llu gen %llu",
-             s.live_bytes, s.cached_bytes, s.reserved_bytes, (unsigned long long) s.allocs,
-             (unsigned long long) s.hits, (unsigned long long) s.misses, (unsigned long long) s.driver_allocs,
-             (unsigned long long) s.driver_frees, (unsigned long long) s.generation);
+    snprintf(text, sizeof(text),
+             "live %zu cached %zu reserved %zu allocs %llu hits %llu misses %llu drv %llu/%llu gen %llu", s.live_bytes,
+             s.cached_bytes, s.reserved_bytes, (unsigned long long) s.allocs, (unsigned long long) s.hits,
+             (unsigned long long) s.misses, (unsigned long long) s.driver_allocs, (unsigned long long) s.driver_frees,
+             (unsigned long long) s.generation);
     return text;
 }
 
@@ -295,7 +299,7 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
                    mode how = mode::shadow) {
     ggml_cpool_ctx_t       ctx      = make_ctx(drv, kind, CAPACITY);
     const size_t           capacity = how == mode::shadow ? CAPACITY : TIGHT_CAPACITY;
-    ggml_cpool_t           pool = pool_of(ctx);
+    ggml_cpool_t           pool     = pool_of(ctx);
     std::unique_ptr<model> m;
     vmm_model *            vm = nullptr;
     if (kind == GGML_CPOOL_KIND_VMM) {
@@ -320,9 +324,10 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
         } else if (order.empty() || r % 100 < (order.size() < LIVE_TARGET ? 60u : 40u)) {
             size_t size = size_t(1) << (rng() % MAX_SIZE_LOG);
             size += rng() % size;
-            bool   oa = r % 10 == 0;
-            buf    b;
-            ggml_cpool_status st = ggml_cpool_alloc(pool, size, oa ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0, &b.ptr, &b.size);
+            bool              oa = r % 10 == 0;
+            buf               b;
+            ggml_cpool_status st =
+                ggml_cpool_alloc(pool, size, oa ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0, &b.ptr, &b.size);
             if ((st == GGML_CPOOL_STATUS_OUT_OF_MEMORY && how != mode::shadow) ||
                 (st == GGML_CPOOL_STATUS_DRIVER_ERROR && how == mode::faults)) {
                 continue;
@@ -345,8 +350,8 @@ std::string stress(ggml_cpool_driver_t drv, ggml_cpool_kind kind, size_t ops, ui
             live[addr] = b;
             order.push_back(b);
         } else {
-            size_t pick = r % 10 < RECENT_SHARE ? order.size() - 1 - rng() % std::min(order.size(), RECENT)
-                                                : rng() % order.size();
+            size_t pick = r % 10 < RECENT_SHARE ? order.size() - 1 - rng() % std::min(order.size(), RECENT) :
+                                                  rng() % order.size();
             buf    b    = order[pick];
             order.erase(order.begin() + std::ptrdiff_t(pick));
             live.erase(reinterpret_cast<uintptr_t>(b.ptr));
@@ -446,6 +451,8 @@ TEST(StressAsync, ThreadsOverOneFaultInjectingDriverKeepTheInvariants) {
     ggml_cpool_driver_release(fault);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sim, Stress, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM), kind_name);
+INSTANTIATE_TEST_SUITE_P(Sim, Stress,
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM),
+                         kind_name);
 
 } // namespace

@@ -18,7 +18,9 @@ namespace {
 constexpr int      OPS  = 200000;
 constexpr uint64_t SEED = 12345;
 
-void * fake_ptr(uint64_t i) { return reinterpret_cast<void *>(uintptr_t(0x7f0000000000ull + i * 256)); }
+void * fake_ptr(uint64_t i) {
+    return reinterpret_cast<void *>(uintptr_t(0x7f0000000000ull + i * 256));
+}
 
 TEST(LiveSet, MatchesAHashMapOverRandomInsertsAndErases) {
     gcp::live_set                      set;
@@ -86,10 +88,10 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
         const uint64_t pick = rng() % (mix.allocs + mix.frees + mix.removals);
         switch (pick < mix.allocs ? 0 : pick < mix.allocs + mix.frees ? 1 : 2) {
             case 0: { // alloc: best fit, else a fresh buffer of a size near the request
-                size_t               want = sizes[rng() % sizes.size()] - rng() % 200;
+                size_t                 want = sizes[rng() % sizes.size()] - rng() % 200;
                 gcp::size_bins::buffer b{};
-                auto                 fit = model.lower_bound(want);
-                bool                 hit = bins.take(want, &b);
+                auto                   fit = model.lower_bound(want);
+                bool                   hit = bins.take(want, &b);
                 ASSERT_EQ(hit, fit != model.end());
                 if (hit) {
                     ASSERT_EQ(b.size, fit->first) << "the smallest cached size at or above the request";

@@ -57,8 +57,8 @@ class TorchFixture {
         ggml_cpool_driver_release(drv_);
     }
 
-    void * take(void * stream, size_t size = SIZE) { return alloc_->alloc(size, 0, stream); }
-    void   give(void * ptr, void * stream, size_t size = SIZE) { alloc_->free(ptr, size, 0, stream); }
+    void *           take(void * stream, size_t size = SIZE) { return alloc_->alloc(size, 0, stream); }
+    void             give(void * ptr, void * stream, size_t size = SIZE) { alloc_->free(ptr, size, 0, stream); }
     ggml_cpool_stats slot_stats(int slot) {
         ggml_cpool_t pool = nullptr;
         EXPECT_EQ(ggml_cpool_ctx_get_slot_pool(ctx_, 0, slot, &pool), GGML_CPOOL_STATUS_OK);
@@ -69,14 +69,14 @@ class TorchFixture {
         return size_t(std::count_if(lines_.begin(), lines_.end(), [&](auto & l) { return std::regex_search(l, re); }));
     }
 
-    ggml_cpool_driver_t                         drv_ = nullptr;
-    ggml_cpool_ctx_t                            ctx_ = nullptr;
-    void *                                      streams_[STREAMS] = {};
-    std::unique_ptr<torch_allocator>            alloc_;
-    std::vector<std::pair<int, void *>>         waits_;
-    std::function<void()>                       on_wait_;
-    bool                                        wait_ok_ = true;
-    std::vector<std::string>                    lines_;
+    ggml_cpool_driver_t                 drv_              = nullptr;
+    ggml_cpool_ctx_t                    ctx_              = nullptr;
+    void *                              streams_[STREAMS] = {};
+    std::unique_ptr<torch_allocator>    alloc_;
+    std::vector<std::pair<int, void *>> waits_;
+    std::function<void()>               on_wait_;
+    bool                                wait_ok_ = true;
+    std::vector<std::string>            lines_;
 };
 
 class TorchStreams : public TorchFixture, public testing::TestWithParam<ggml_cpool_kind> {
@@ -92,7 +92,7 @@ class Torch : public TorchFixture, public testing::Test {
 };
 
 TEST_P(TorchStreams, ABufferFreedOnOneStreamIsNotHandedToAnother) {
-    void * a = streams_[1], * b = streams_[2];
+    void * a = streams_[1], *b = streams_[2];
     void * on_b = take(b);
     ASSERT_NE(on_b, nullptr);
     give(on_b, b);
@@ -130,11 +130,11 @@ HARNESS_INSTANTIATE(TorchStreams,
                     kind_name);
 
 TEST_F(Torch, AFreeOnAnotherStreamWaitsForItThenGoesBackToTheAllocationsPool) {
-    void * a = streams_[1], * b = streams_[2];
+    void * a = streams_[1], *b = streams_[2];
     void * p = take(a); // a's stream is the first bound: slot 0
     ASSERT_NE(p, nullptr);
     size_t live_during_wait = 0;
-    on_wait_ = [&] { live_during_wait = slot_stats(0).live_bytes; };
+    on_wait_                = [&] { live_during_wait = slot_stats(0).live_bytes; };
     give(p, b);
     ASSERT_EQ(waits_.size(), 1u);
     EXPECT_EQ(waits_[0].second, b) << "the freeing stream is the one synchronized";
@@ -210,11 +210,11 @@ TEST_F(Torch, StatisticsLineForEachPool) {
     give(p, streams_[0]);
     std::vector<std::string> lines = alloc_->stats_lines();
     ASSERT_EQ(lines.size(), 1u);
-    EXPECT_TRUE(std::regex_match(lines[0],
-                                 std::regex("ggml-cuda-pool stats: device=0 slot=0 pool=legacy allocs=2 hits=1 "
-                                            "driver_allocs=1 driver_frees=0 live_mib=0\\.00 peak_live_mib=1\\.05 "
-                                            "peak_reserved_mib=1\\.05 peak_requested_mib=1\\.00 syncs=[0-9]+ "
-                                            "cross_stream_frees=0 streams=1")))
+    EXPECT_TRUE(
+        std::regex_match(lines[0], std::regex("ggml-cuda-pool stats: device=0 slot=0 pool=legacy allocs=2 hits=1 "
+                                              "driver_allocs=1 driver_frees=0 live_mib=0\\.00 peak_live_mib=1\\.05 "
+                                              "peak_reserved_mib=1\\.05 peak_requested_mib=1\\.00 syncs=[0-9]+ "
+                                              "cross_stream_frees=0 streams=1")))
         << lines[0];
 }
 
@@ -247,7 +247,7 @@ TEST_F(Torch, ZeroBytesAndBadDevicesGiveNull) {
 }
 
 TEST_F(Torch, ThreadsAllocateAndFreeEachOthersBuffers) {
-    constexpr int THREADS = 4, ROUNDS = 500;
+    constexpr int                    THREADS = 4, ROUNDS = 500;
     std::vector<std::vector<void *>> made(THREADS);
     std::vector<std::thread>         workers;
     for (int t = 0; t < THREADS; t++) {

@@ -28,8 +28,8 @@ constexpr int       TOKENS   = 400;
 constexpr size_t    CAPACITY = 8 * MiB;
 
 std::string temp_path(const char * what) {
-    const testing::TestInfo * t = testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = std::string(t->test_suite_name()) + "." + t->name() + "." + what;
+    const testing::TestInfo * t    = testing::UnitTest::GetInstance()->current_test_info();
+    std::string               name = std::string(t->test_suite_name()) + "." + t->name() + "." + what;
     for (char & c : name) {
         c = c == '/' ? '_' : c;
     }
@@ -145,7 +145,7 @@ TEST_P(TraceReplay, ReproducesTheLiveRunExactly) {
     replay::trace t = read_ok(path);
 
     replay::options o;
-    o.capacity             = CAPACITY;
+    o.capacity               = CAPACITY;
     const replay::config * c = replay::find_config(ggml_cpool_kind_str(GetParam())); // as traced, default options
     ASSERT_NE(c, nullptr);
     replay::result r = replay::play(t, *c, o);
@@ -173,7 +173,8 @@ TEST_P(TraceReplay, ReproducesTheLiveRunExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Kinds, TraceReplay,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
-                                         GGML_CPOOL_KIND_ASYNC), kind_name);
+                                         GGML_CPOOL_KIND_ASYNC),
+                         kind_name);
 
 TEST(TraceReplay, ReplayAtATightCapacityReportsReclaimsAndOutOfMemory) {
     const std::string path = temp_path("trace");
@@ -181,8 +182,8 @@ TEST(TraceReplay, ReplayAtATightCapacityReportsReclaimsAndOutOfMemory) {
     replay::trace   t = read_ok(path);
     replay::options o;
     log_capture     quiet; // the pools say why they run out
-    o.capacity  = replay::capacity_for_fraction(t, 0.95);
-    o.samples   = 100;
+    o.capacity            = replay::capacity_for_fraction(t, 0.95);
+    o.samples             = 100;
     replay::result legacy = replay::play(t, *replay::find_config("legacy"), o);
     EXPECT_GT(legacy.lru_reclaims + legacy.oom, 0u) << "95% of the device leaves no room for 5% look-ahead";
     EXPECT_LE(legacy.peak_reserved, o.capacity);
@@ -253,9 +254,9 @@ TEST(Trace, AMalformedTraceIsRefusedWithTheLineAndTheReason) {
 TEST(Trace, OffCostsNoDriverCallNorLogLine) {
     const std::string        path = temp_path("trace");
     std::vector<std::string> on_lines;
-    live_run                 on   = traced_session(path, GGML_CPOOL_KIND_LEGACY, false, &on_lines);
-    const std::string        text = read_file(path);
-    uint64_t          traced_calls = 0;
+    live_run                 on           = traced_session(path, GGML_CPOOL_KIND_LEGACY, false, &on_lines);
+    const std::string        text         = read_file(path);
+    uint64_t                 traced_calls = 0;
     for (const replay::record & r : read_ok(path).records) {
         traced_calls += r.drv;
     }
@@ -335,8 +336,8 @@ TEST(TraceEnvChild, DISABLED_FirstContextReadsTheEnvironment) {
     ASSERT_NE(mode, nullptr) << "run by TraceEnv tests only";
     sim_device  dev(sim_params(CAPACITY));
     log_capture log;
-    auto        p = ggml_cpool_ctx_default_params();
-    p.driver      = dev.drv;
+    auto        p        = ggml_cpool_ctx_default_params();
+    p.driver             = dev.drv;
     ggml_cpool_ctx_t ctx = nullptr;
     if (std::string(mode) == "refused") {
         for (int i = 0; i < 2; i++) {

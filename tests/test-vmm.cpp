@@ -30,7 +30,7 @@ TEST_F(Vmm, GrowsByGranularity) {
     buf a = alloc(pool_, 100);
     EXPECT_EQ(a.size, 128u) << "128-byte alignment";
     EXPECT_EQ(stats_of(pool_).reserved_bytes, GRAN);
-    buf b = alloc(pool_, GRAN - 256); // still inside the first granule
+    buf              b = alloc(pool_, GRAN - 256); // still inside the first granule
     ggml_cpool_stats s = stats_of(pool_);
     EXPECT_EQ(s.reserved_bytes, GRAN);
     EXPECT_EQ(s.driver_allocs, 1u);
@@ -50,7 +50,7 @@ TEST_F(Vmm, RangeExhaustionReturnsOutOfMemoryAndThePoolStaysUsable) {
     open(256 * MiB, 8 * MiB);
     buf         a = alloc(pool_, 6 * MiB);
     log_capture log;
-    void *      p = nullptr;
+    void *      p      = nullptr;
     size_t      actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_EQ(log.count("exceeds the virtual range"), 1u);
@@ -65,10 +65,10 @@ TEST_F(Vmm, RangeExhaustionReturnsOutOfMemoryAndThePoolStaysUsable) {
 
 TEST_F(Vmm, DeviceFullReturnsOutOfMemoryAndThePoolStaysUsable) {
     open(8 * MiB, 64 * MiB);
-    buf         a = alloc(pool_, 6 * MiB);
-    log_capture log;
-    void *      p = nullptr;
-    size_t      actual = 0;
+    buf            a = alloc(pool_, 6 * MiB);
+    log_capture    log;
+    void *         p       = nullptr;
+    size_t         actual  = 0;
     const uint64_t creates = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_VMM_CREATE);
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     // nothing is cached to give back: one retry after a synchronize, the transient retries, then
@@ -176,10 +176,10 @@ TEST_F(Vmm, PeerAccessIsGrantedOnlyWhenAsked) {
     auto p = sim_params(256 * MiB, 2);
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
     for (int peer : { 0, 1 }) {
-        auto cp            = ggml_cpool_ctx_default_params();
-        cp.driver          = driver_;
-        cp.kind[0]         = GGML_CPOOL_KIND_VMM;
-        cp.vmm_peer_access = peer;
+        auto cp              = ggml_cpool_ctx_default_params();
+        cp.driver            = driver_;
+        cp.kind[0]           = GGML_CPOOL_KIND_VMM;
+        cp.vmm_peer_access   = peer;
         ggml_cpool_ctx_t ctx = nullptr;
         ASSERT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_OK);
         uint64_t before = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_VMM_ACCESS);
@@ -195,7 +195,7 @@ TEST_F(Vmm, UnsupportedDeviceRefusesAnExplicitVmmPool) {
     auto p          = sim_params(64 * MiB);
     p.vmm_supported = 0;
     ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &p, &driver_), GGML_CPOOL_STATUS_OK);
-    ggml_cpool_ctx_t ctx = make_ctx(driver_, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_ctx_t ctx  = make_ctx(driver_, GGML_CPOOL_KIND_VMM);
     ggml_cpool_t     pool = nullptr;
     log_capture      log;
     EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, 0, &pool), GGML_CPOOL_STATUS_UNSUPPORTED);

@@ -28,13 +28,13 @@
 
 namespace {
 
-constexpr int    DELEGATES        = 25;
-constexpr size_t HIT_BYTES        = size_t(256) << 10; // a layer's scratch, within every kind's cache
-constexpr int    DELEGATES_RAW_COLD = 0, DELEGATES_RAW_WARM = 1, DELEGATES_MODULE = 2;
-constexpr int    QUERY_RUNTIME = 0, QUERY_DRIVER = 1;
-constexpr unsigned DRIVER_ABI  = 12000; // the version asked of the driver's entry point
-constexpr size_t MiB              = size_t(1) << 20;
-const size_t     DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
+constexpr int      DELEGATES          = 25;
+constexpr size_t   HIT_BYTES          = size_t(256) << 10; // a layer's scratch, within every kind's cache
+constexpr int      DELEGATES_RAW_COLD = 0, DELEGATES_RAW_WARM = 1, DELEGATES_MODULE = 2;
+constexpr int      QUERY_RUNTIME = 0, QUERY_DRIVER = 1;
+constexpr unsigned DRIVER_ABI         = 12000; // the version asked of the driver's entry point
+constexpr size_t   MiB                = size_t(1) << 20;
+const size_t       DELEGATE_SCRATCH[] = { 1 * MiB, 4 * MiB, 16 * MiB }; // per delegate and run
 
 bool have_gpu(benchmark::State & state) {
     int n = 0;
@@ -98,7 +98,8 @@ void AsyncPool(benchmark::State & state) {
     ggml_cpool_ctx_t ctx       = nullptr;
     ggml_cpool_t     pool      = nullptr;
     void *           stream    = nullptr;
-    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK || ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK ||
+    if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
+        ggml_cpool_ctx_get_pool(ctx, 0, &pool) != GGML_CPOOL_STATUS_OK ||
         ggml_cpool_ctx_stream(ctx, 0, &stream) != GGML_CPOOL_STATUS_OK) {
         state.SkipWithError("async pool unavailable");
         ggml_cpool_ctx_free(ctx);
@@ -260,12 +261,29 @@ void sizes(benchmark::internal::Benchmark * b) {
     }
 }
 
-BENCHMARK(StreamOrdered)->Apply(sizes_by_warmth)->ArgNames({ "bytes", "warm" })->UseRealTime()->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(AsyncPool)->Apply(sizes)->ArgNames({ "bytes" })->UseRealTime()->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(Delegates)->Arg(DELEGATES_RAW_COLD)->Arg(DELEGATES_RAW_WARM)->Arg(DELEGATES_MODULE)->ArgNames({ "mode" })->UseRealTime()->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(StreamOrdered)
+    ->Apply(sizes_by_warmth)
+    ->ArgNames({ "bytes", "warm" })
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(AsyncPool)
+    ->Apply(sizes)
+    ->ArgNames({ "bytes" })
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+BENCHMARK(Delegates)
+    ->Arg(DELEGATES_RAW_COLD)
+    ->Arg(DELEGATES_RAW_WARM)
+    ->Arg(DELEGATES_MODULE)
+    ->ArgNames({ "mode" })
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 BENCHMARK(HitPair)
     ->Arg(GGML_CPOOL_KIND_LEGACY)
     ->Arg(GGML_CPOOL_KIND_PLAIN)
@@ -274,7 +292,12 @@ BENCHMARK(HitPair)
     ->ArgNames({ "kind" })
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
-BENCHMARK(CaptureQuery)->Arg(QUERY_RUNTIME)->Arg(QUERY_DRIVER)->ArgNames({ "api" })->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(CaptureQuery)
+    ->Arg(QUERY_RUNTIME)
+    ->Arg(QUERY_DRIVER)
+    ->ArgNames({ "api" })
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 } // namespace
 

@@ -30,15 +30,15 @@
 
 namespace {
 
-constexpr int    DEPTHS[]     = { 8, 64, 256 };
-constexpr size_t KiB          = size_t(1) << 10;
-constexpr size_t MiB          = size_t(1) << 20;
-constexpr size_t MIN_SIZE     = 4 * KiB;
-constexpr size_t MAX_SIZE     = 64 * MiB;
-constexpr size_t REQUESTS     = 4096; // timed requests cycle through this many (a power of two)
-constexpr size_t BELOW_PERMIL = 30;   // a request is up to 3% below the buffer it was made for
-constexpr size_t SIM_CAPACITY = size_t(64) << 30; // host pages are reserved, never touched
-constexpr uint64_t SEED       = 12;
+constexpr int      DEPTHS[]     = { 8, 64, 256 };
+constexpr size_t   KiB          = size_t(1) << 10;
+constexpr size_t   MiB          = size_t(1) << 20;
+constexpr size_t   MIN_SIZE     = 4 * KiB;
+constexpr size_t   MAX_SIZE     = 64 * MiB;
+constexpr size_t   REQUESTS     = 4096;             // timed requests cycle through this many (a power of two)
+constexpr size_t   BELOW_PERMIL = 30;               // a request is up to 3% below the buffer it was made for
+constexpr size_t   SIM_CAPACITY = size_t(64) << 30; // host pages are reserved, never touched
+constexpr uint64_t SEED         = 12;
 
 const char * const BASELINE = "ggml-style";
 
@@ -205,10 +205,12 @@ class summary_reporter : public benchmark::ConsoleReporter {
 
     static double ns_per(benchmark::TimeUnit u) {
         switch (u) {
+            // clang-format off
             case benchmark::kSecond:      return 1e9;
             case benchmark::kMillisecond: return 1e6;
             case benchmark::kMicrosecond: return 1e3;
             default:                      return 1;
+                // clang-format on
         }
     }
 
@@ -224,7 +226,7 @@ class summary_reporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char ** argv) {
     // defaults first: a flag given on the command line comes later and wins
-    std::vector<char *> args = { argv[0] };
+    std::vector<char *> args       = { argv[0] };
     std::string         defaults[] = { "--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
                                        "--benchmark_report_aggregates_only=true" };
     for (std::string & d : defaults) {

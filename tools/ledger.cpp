@@ -67,14 +67,14 @@ void ledger::set(const pool_key & k, uint64_t t, uint64_t live, uint64_t reserve
         area_ += double(reserved_ - std::min(live_, reserved_)) * double(t - t_);
         t_ = t;
     }
-    live_          = live_ - p.live + live;
-    reserved_      = reserved_ - p.reserved + reserved;
-    p.live         = live;
-    p.reserved     = reserved;
+    live_           = live_ - p.live + live;
+    reserved_       = reserved_ - p.reserved + reserved;
+    p.live          = live;
+    p.reserved      = reserved;
     p.peak_live     = std::max(p.peak_live, live);
     p.peak_reserved = std::max(p.peak_reserved, reserved);
-    peak_live_     = std::max(peak_live_, live_);
-    peak_reserved_ = std::max(peak_reserved_, reserved_);
+    peak_live_      = std::max(peak_live_, live_);
+    peak_reserved_  = std::max(peak_reserved_, reserved_);
     if (!timeline_) {
         return;
     }

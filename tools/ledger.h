@@ -42,10 +42,10 @@ class ledger {
 
   private:
     struct pool {
-        uint64_t live     = 0;
-        uint64_t reserved = 0;
+        uint64_t live      = 0;
+        uint64_t reserved  = 0;
         uint64_t peak_live = 0, peak_reserved = 0;
-        size_t   sampler  = 0; // its index in samplers_ (0: none yet)
+        size_t   sampler = 0; // its index in samplers_ (0: none yet)
     };
 
     bool                     timeline_;

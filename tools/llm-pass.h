@@ -11,8 +11,8 @@
 // the pool calls a workload makes: the C API, or a test's wrappers around it
 struct llm_calls {
     ggml_cpool_status (*alloc)(ggml_cpool_t, size_t, uint32_t, void **, size_t *) = ggml_cpool_alloc;
-    ggml_cpool_status (*free)(ggml_cpool_t, void *, size_t)                        = ggml_cpool_free;
-    ggml_cpool_status (*trim)(ggml_cpool_t)                                        = ggml_cpool_trim;
+    ggml_cpool_status (*free)(ggml_cpool_t, void *, size_t)                       = ggml_cpool_free;
+    ggml_cpool_status (*trim)(ggml_cpool_t)                                       = ggml_cpool_trim;
 };
 
 struct llm_shape {
@@ -35,7 +35,7 @@ int llm_forward_over(Get && get_buffer, Put && put_buffer, const llm_shape & m, 
     };
     std::vector<scratch> held;
     int                  errors = 0;
-    auto get = [&](size_t size, uint32_t flags) {
+    auto                 get    = [&](size_t size, uint32_t flags) {
         scratch s{};
         if (!get_buffer(size, flags, &s.ptr, &s.size)) {
             errors++;

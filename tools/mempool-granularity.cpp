@@ -15,10 +15,10 @@
 
 namespace {
 
-constexpr size_t KiB         = size_t(1) << 10;
-constexpr size_t MiB         = size_t(1) << 20;
-constexpr size_t GiB         = size_t(1) << 30;
-const size_t     REQUESTS[]  = { 64 * KiB, 1 * MiB, 3 * MiB, 6 * MiB, 12 * MiB, 20 * MiB, 33 * MiB, 100 * MiB };
+constexpr size_t KiB        = size_t(1) << 10;
+constexpr size_t MiB        = size_t(1) << 20;
+constexpr size_t GiB        = size_t(1) << 30;
+const size_t     REQUESTS[] = { 64 * KiB, 1 * MiB, 3 * MiB, 6 * MiB, 12 * MiB, 20 * MiB, 33 * MiB, 100 * MiB };
 // cudaMemPoolProps::maxSize of the created pools (0: the system's default)
 const size_t     MAX_SIZES[] = { 0, 2 * MiB, 8 * MiB, 16 * MiB, 32 * MiB, 64 * MiB, 1 * GiB, 16 * GiB };
 
@@ -38,7 +38,9 @@ bool ok(cudaError_t e, const char * what) {
         }                         \
     } while (0)
 
-double mib(double bytes) { return bytes / double(MiB); }
+double mib(double bytes) {
+    return bytes / double(MiB);
+}
 
 struct reading {
     uint64_t reserved = 0;
@@ -146,4 +148,6 @@ bool run(int device) {
 
 } // namespace
 
-int main(int argc, char ** argv) { return run(argc > 1 ? std::atoi(argv[1]) : 0) ? 0 : 1; }
+int main(int argc, char ** argv) {
+    return run(argc > 1 ? std::atoi(argv[1]) : 0) ? 0 : 1;
+}

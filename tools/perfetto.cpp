@@ -8,7 +8,7 @@ namespace replay {
 
 namespace {
 
-constexpr double MIB = double(size_t(1) << 20);
+constexpr double MIB       = double(size_t(1) << 20);
 constexpr double NS_PER_US = 1000.0; // trace events count microseconds
 
 // names here are the module's own (configurations, "ctx 1 dev 0 slot 0"): no escaping needed

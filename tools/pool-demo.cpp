@@ -24,16 +24,16 @@ struct model {
     size_t embd     = 4096;
     size_t ff       = 11008;
     int    prompt   = 512;
-    int    tokens   = 15872; // decode until the context is 16384
+    int    tokens   = 15872;     // decode until the context is 16384
     size_t capacity = 700 * MiB; // sim device memory: tight enough that growth needs reclaim
 };
 
 void report(const char * kind, const ggml_cpool_stats & s, int errors) {
-    printf("%-9s %9llu %6.2f%% %8llu %8llu %10.1f %10.1f %8llu %7llu %5llu %6d\n", kind,
-           (unsigned long long) s.allocs, s.allocs ? 100.0 * double(s.hits) / double(s.allocs) : 0.0,
-           (unsigned long long) s.driver_allocs, (unsigned long long) s.driver_frees, double(s.peak_live_bytes) / MiB,
-           double(s.peak_reserved_bytes) / MiB, (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes,
-           (unsigned long long) s.generation, errors);
+    printf("%-9s %9llu %6.2f%% %8llu %8llu %10.1f %10.1f %8llu %7llu %5llu %6d\n", kind, (unsigned long long) s.allocs,
+           s.allocs ? 100.0 * double(s.hits) / double(s.allocs) : 0.0, (unsigned long long) s.driver_allocs,
+           (unsigned long long) s.driver_frees, double(s.peak_live_bytes) / MiB, double(s.peak_reserved_bytes) / MiB,
+           (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes, (unsigned long long) s.generation,
+           errors);
 }
 
 bool parse_kind(const std::string & name, ggml_cpool_kind * kind) {
@@ -61,13 +61,13 @@ bool contexts_available(ggml_cpool_driver_t drv) {
 
 // one session of the model on a fresh context; prints its report row; false when it failed
 bool run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool overallocate) {
-    std::string label = std::string(ggml_cpool_kind_str(kind)) + (overallocate ? " 2x" : " 1x");
-    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
-    p.driver                = drv;
-    p.kind[0]               = kind;
-    ggml_cpool_ctx_t  ctx   = nullptr;
-    ggml_cpool_t      pool  = nullptr;
-    ggml_cpool_status st    = ggml_cpool_ctx_create(&p, &ctx);
+    std::string           label = std::string(ggml_cpool_kind_str(kind)) + (overallocate ? " 2x" : " 1x");
+    ggml_cpool_ctx_params p     = ggml_cpool_ctx_default_params();
+    p.driver                    = drv;
+    p.kind[0]                   = kind;
+    ggml_cpool_ctx_t  ctx       = nullptr;
+    ggml_cpool_t      pool      = nullptr;
+    ggml_cpool_status st        = ggml_cpool_ctx_create(&p, &ctx);
     if (st == GGML_CPOOL_STATUS_OK) {
         st = ggml_cpool_ctx_get_pool(ctx, 0, &pool);
     }
@@ -78,8 +78,8 @@ bool run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool ov
         ggml_cpool_ctx_free(ctx);
         return st == GGML_CPOOL_STATUS_UNSUPPORTED;
     }
-    const llm_shape shape  = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
-    const int       errors = llm_session(pool, shape, overallocate, m.prompt, UBATCH, m.tokens);
+    const llm_shape  shape  = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
+    const int        errors = llm_session(pool, shape, overallocate, m.prompt, UBATCH, m.tokens);
     ggml_cpool_stats s;
     ggml_cpool_get_stats(pool, &s);
     report(label.c_str(), s, errors);
@@ -165,7 +165,8 @@ void print_header(const model & m) {
            m.layers, m.embd, m.ff, m.prompt, UBATCH, m.tokens);
     printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "pool", "allocs", "hits", "drv-alloc", "drv-free",
            "peak-live", "peak-resv", "lru", "flushes", "gen", "errors");
-    printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "", "", "", "", "", "MiB", "MiB", "reclaims", "", "", "");
+    printf("%-9s %9s %7s %8s %8s %10s %10s %8s %7s %5s %6s\n", "", "", "", "", "", "MiB", "MiB", "reclaims", "", "",
+           "");
 }
 
 // a session, and its row, for each kind named and each mode; the exit status: 2 when a kind is
@@ -175,9 +176,9 @@ int run_kinds(ggml_cpool_driver_t drv, const arguments & a) {
     int                 status = 0;
     size_t              start  = 0;
     while (start < kinds.size()) {
-        size_t          end  = kinds.find(',', start);
-        std::string     name = kinds.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start                = end == std::string::npos ? kinds.size() : end + 1;
+        size_t      end  = kinds.find(',', start);
+        std::string name = kinds.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        start            = end == std::string::npos ? kinds.size() : end + 1;
         ggml_cpool_kind kind;
         if (!parse_kind(name, &kind)) {
             fprintf(stderr, "pool-demo: unknown pool kind '%s'\n", name.c_str());

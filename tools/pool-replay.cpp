@@ -16,10 +16,10 @@
 
 namespace {
 
-constexpr double MIB                = double(size_t(1) << 20);
-constexpr double DEFAULT_FRACTION   = 0.5;  // the peak requested is half the device: room to spare
-constexpr size_t DEFAULT_SAMPLES    = 2000; // timeline points per track, with --perfetto
-constexpr double PERCENT            = 100.0;
+constexpr double MIB              = double(size_t(1) << 20);
+constexpr double DEFAULT_FRACTION = 0.5;  // the peak requested is half the device: room to spare
+constexpr size_t DEFAULT_SAMPLES  = 2000; // timeline points per track, with --perfetto
+constexpr double PERCENT          = 100.0;
 
 int usage(const char * argv0) {
     fprintf(stderr,
@@ -90,9 +90,9 @@ std::string count(uint64_t v) {
 }
 
 void print_header() {
-    printf("%-14s %9s %7s %9s %8s %9s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "config", "allocs", "hits",
-           "drv-alloc", "drv-free", "peak-live", "peak-resv", "resv/live", "worst", "stranded", "stranded", "OOM", "lru",
-           "flushes", "driver ms");
+    printf("%-14s %9s %7s %9s %8s %9s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "config", "allocs", "hits", "drv-alloc",
+           "drv-free", "peak-live", "peak-resv", "resv/live", "worst", "stranded", "stranded", "OOM", "lru", "flushes",
+           "driver ms");
     printf("%-14s %9s %7s %9s %8s %9s %9s %9s %9s %8s %8s %5s %8s %7s %10s\n", "", "", "", "", "", "MiB", "MiB", "",
            "pool", "peak MiB", "mean MiB", "", "reclaims", "", "(modelled)");
 }
@@ -122,8 +122,8 @@ void print_row(const replay::result & r) {
 struct arguments {
     std::string     path, perfetto, configs;
     double          capacity_mib = 0, fraction = DEFAULT_FRACTION;
-    size_t          samples      = DEFAULT_SAMPLES;
-    bool            verbose      = false;
+    size_t          samples = DEFAULT_SAMPLES;
+    bool            verbose = false;
     replay::options o;
 };
 
@@ -225,8 +225,8 @@ std::vector<replay::result> play_all(const replay::trace & t, const std::vector<
 
 // what the table's columns mean, and what some rows need said besides
 void print_notes(const std::vector<replay::result> & results, const log_lines & lines) {
-    printf("\nstranded peak: peak reserved - peak live; stranded mean: reserved - live averaged over the trace's time;\n"
-           "driver ms: modelled from the H200 cost table (docs/design.md), each driver allocation charged with its release\n");
+    printf("\nstranded peak: peak reserved - peak live; stranded mean: reserved - live, averaged over time;\n"
+           "driver ms: modelled from the H200 costs (docs/design.md), each allocation charged with its release\n");
     for (const replay::result & r : results) {
         if (!r.replayed && r.calls > 0) {
             printf("%s: %llu pool calls, %.3f ms inside the module (measured), %.0f ns a call; hits: allocations "

@@ -28,6 +28,7 @@ struct tally {
 struct sim_memory {
     ggml_cpool_driver_t drv   = nullptr;
     tally *             books = nullptr;
+
     void * alloc(size_t size) {
         void * p = nullptr;
         if (ggml_cpool_driver_malloc(drv, 0, size, &p) != GGML_CPOOL_STATUS_OK) {
@@ -44,10 +45,10 @@ struct sim_memory {
 // a pool under test: a workload's get and put, and its counters into the tally at the end
 class subject {
   public:
-    virtual ~subject() = default;
+    virtual ~subject()                                                          = default;
     virtual bool get(size_t size, uint32_t flags, void ** ptr, size_t * actual) = 0;
-    virtual void put(void * ptr, size_t actual)                                  = 0;
-    virtual void count(tally * t)                                                = 0;
+    virtual void put(void * ptr, size_t actual)                                 = 0;
+    virtual void count(tally * t)                                               = 0;
 };
 
 class module_pool final : public subject {

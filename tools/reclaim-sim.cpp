@@ -31,7 +31,7 @@ constexpr size_t   AMPLE          = size_t(64) << 30; // the run without pressur
 constexpr size_t   PROBE_UNIT     = 64 << 10;         // the largest-block bisection's resolution
 constexpr uint64_t TENANT_SEED    = 7;                // plus the run's seed
 constexpr uint64_t WORKLOAD_SEED  = 11;               // plus the run's seed: prompt lengths, random requests
-constexpr int      SEEDS          = 128; // runs a row is the mean of: fewer leave the mixed rows to chance
+constexpr int      SEEDS          = 128;              // runs a row is the mean of: fewer leave the mixed rows to chance
 constexpr int      QUICK_SEEDS    = 1;
 constexpr int      QUICK_SESSIONS = 2;
 
@@ -47,8 +47,8 @@ enum class pattern {
 struct workload {
     const char * name;
     pattern      kind;
-    size_t       capacity_mib; // the budget: the sim device's memory
-    int          sessions;     // llm: sessions; mixed: rounds of MIXED_OPS requests and frees
+    size_t       capacity_mib;           // the budget: the sim device's memory
+    int          sessions;               // llm: sessions; mixed: rounds of MIXED_OPS requests and frees
     int          prompt_min, prompt_max; // a session's prompt length, drawn from the seed
     bool         ubatch_cycles;          // ubatch 512, 384, 256, 128 from session to session (else 512)
     int          decode;                 // decode steps a session
@@ -62,20 +62,23 @@ const workload WORKLOADS[] = {
     { "batches", pattern::llm, 224, 24, 128, 8192, true, 16, 0, 0 },
     { "mixed", pattern::mixed, 192, 8, 0, 0, false, 0, 0, 0 },
 };
-constexpr int    UBATCHES[]  = { 512, 384, 256, 128 };
-constexpr size_t TENANT_MIN  = 8 * MiB; // a tenant's chunk: uniform over TENANT_MIN..TENANT_MAX
-constexpr size_t TENANT_MAX  = 64 * MiB;
-constexpr int    MIXED_OPS   = 4000;
-constexpr size_t MIXED_MIN   = 64 << 10;
-constexpr size_t MIXED_MAX   = 16 * MiB;
-constexpr size_t MIXED_LIVE  = 16; // live buffers hover around this count
-constexpr size_t MIXED_RECENT = 4; // 7 frees in 10 take one of the this many most recent buffers
+constexpr int    UBATCHES[]   = { 512, 384, 256, 128 };
+constexpr size_t TENANT_MIN   = 8 * MiB; // a tenant's chunk: uniform over TENANT_MIN..TENANT_MAX
+constexpr size_t TENANT_MAX   = 64 * MiB;
+constexpr int    MIXED_OPS    = 4000;
+constexpr size_t MIXED_MIN    = 64 << 10;
+constexpr size_t MIXED_MAX    = 16 * MiB;
+constexpr size_t MIXED_LIVE   = 16; // live buffers hover around this count
+constexpr size_t MIXED_RECENT = 4;  // 7 frees in 10 take one of the this many most recent buffers
 
 // another tenant of the device: raw driver allocations in a cycle of takes and give-backs
 class tenant {
   public:
     tenant(ggml_cpool_driver_t drv, const workload & w, uint64_t seed, tally * books) :
-        drv_(drv), w_(w), books_(books), rng_(TENANT_SEED + seed) {}
+        drv_(drv),
+        w_(w),
+        books_(books),
+        rng_(TENANT_SEED + seed) {}
     ~tenant() {
         for (void * p : held_) {
             ggml_cpool_driver_free(drv_, 0, p);
@@ -222,9 +225,9 @@ tally run(const workload & w, pool_choice which, bool pressure, int sessions, ui
 
 // the runs of one pool on one workload, summed over the seeds
 struct row {
-    tally  p;            // on the budget
+    tally  p;                            // on the budget
     double base_allocs = 0, base_us = 0; // with room to spare
-    size_t leaked      = 0;
+    size_t leaked = 0;
 };
 
 void add(tally & sum, const tally & t) {
@@ -248,15 +251,15 @@ row measure(const workload & w, pool_choice which, int sessions, int seeds) {
 }
 
 void print_header() {
-    printf("%-8s %-10s %7s %5s %6s %6s %7s %8s %8s %8s %7s %7s %6s %7s\n", "workload", "pool", "LRU", "kept",
-           "LRU+fl", "flush", "syncs", "drv-allc", "re-alloc", "lost ms", "OOM", "tenant", "free", "largest");
+    printf("%-8s %-10s %7s %5s %6s %6s %7s %8s %8s %8s %7s %7s %6s %7s\n", "workload", "pool", "LRU", "kept", "LRU+fl",
+           "flush", "syncs", "drv-allc", "re-alloc", "lost ms", "OOM", "tenant", "free", "largest");
     printf("%-8s %-10s %7s %5s %6s %6s %7s %8s %8s %8s %7s %7s %6s %7s\n", "", "", "", "", "", "", "", "", "",
            "(model)", "", "refused", "MiB", "MiB");
 }
 
 void print_row(const workload & w, pool_choice which, const row & r, int seeds) {
-    const double   n = double(seeds), probes = r.p.probes > 0 ? double(r.p.probes) : 1.0;
-    const tally &  p = r.p;
+    const double  n = double(seeds), probes = r.p.probes > 0 ? double(r.p.probes) : 1.0;
+    const tally & p = r.p;
     printf("%-8s %-10s %7.1f %5.1f %6.1f %6.1f %7.1f %8.1f %8.1f %8.2f %7.1f %7.1f %6.1f %7.1f\n", w.name,
            pool_name(which), double(p.lru) / n, double(p.kept) / n, double(p.lru_flushed) / n, double(p.flushes) / n,
            double(p.syncs) / n, double(p.driver_allocs) / n, (double(p.driver_allocs) - r.base_allocs) / n,

@@ -8,10 +8,10 @@
 namespace replay {
 
 result recorded(const trace & t, const options & o) {
-    result r;
-    ledger books(t, o);
+    result                                                     r;
+    ledger                                                     books(t, o);
     std::map<pool_key, std::unordered_map<uint64_t, uint64_t>> live_bufs;
-    std::map<pool_key, std::pair<uint64_t, uint64_t>>         state; // live, reserved
+    std::map<pool_key, std::pair<uint64_t, uint64_t>>          state; // live, reserved
     for (const record & rec : t.records) {
         r.driver_calls += rec.drv;
         if (rec.o == op::ctx_free) { // its pools' memory goes back with it

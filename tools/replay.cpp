@@ -26,7 +26,8 @@ class player {
             return;
         }
         drv_ = sim_;
-        if (!o.faults.empty() && ggml_cpool_driver_fault_create(sim_, o.faults.c_str(), &drv_) != GGML_CPOOL_STATUS_OK) {
+        if (!o.faults.empty() &&
+            ggml_cpool_driver_fault_create(sim_, o.faults.c_str(), &drv_) != GGML_CPOOL_STATUS_OK) {
             drv_                = nullptr;
             result_.unavailable = "malformed fault spec '" + o.faults + "'";
         }
@@ -141,8 +142,8 @@ class player {
         }
         ggml_cpool_status st = ggml_cpool_ctx_get_pool(ctx, r.dev, &pool);
         if (st != GGML_CPOOL_STATUS_OK) {
-            result_.unavailable = std::string("no ") + config_.name + " pool on the sim driver (" +
-                                  ggml_cpool_status_str(st) + ")";
+            result_.unavailable =
+                std::string("no ") + config_.name + " pool on the sim driver (" + ggml_cpool_status_str(st) + ")";
             return nullptr;
         }
         pool_state & ps = pools_[k];
@@ -263,7 +264,8 @@ class player {
     double modelled(const ggml_cpool_stats & before, const ggml_cpool_stats & after, size_t actual,
                     uint64_t async_calls) const {
         const uint64_t allocs = after.driver_allocs - before.driver_allocs;
-        const size_t   grown  = after.reserved_bytes > before.reserved_bytes ? after.reserved_bytes - before.reserved_bytes : 0;
+        const size_t   grown =
+            after.reserved_bytes > before.reserved_bytes ? after.reserved_bytes - before.reserved_bytes : 0;
         switch (config_.kind) {
             case GGML_CPOOL_KIND_LEGACY:
             case GGML_CPOOL_KIND_PLAIN:
@@ -313,12 +315,12 @@ class player {
         }
     }
 
-    const trace &                 trace_;
-    const config &                config_;
-    ledger                        books_;
-    result                        result_;
-    ggml_cpool_driver_t           sim_ = nullptr;
-    ggml_cpool_driver_t           drv_ = nullptr; // sim_, or a fault driver over it
+    const trace &                       trace_;
+    const config &                      config_;
+    ledger                              books_;
+    result                              result_;
+    ggml_cpool_driver_t                 sim_ = nullptr;
+    ggml_cpool_driver_t                 drv_ = nullptr; // sim_, or a fault driver over it
     std::map<ctx_key, ggml_cpool_ctx_t> ctxs_;
     std::map<pool_key, pool_state>      pools_;
     // (context, the trace's graph) -> the replay contexts' graphs

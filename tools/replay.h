@@ -22,7 +22,7 @@ struct config {
     ggml_cpool_kind kind;       // AUTO: nothing replayed, the trace's own numbers ("recorded")
     uint32_t        drop_flags; // request flags the replay clears (ggml's own pools know no OVERALLOCATE)
     void (*tune)(ggml_cpool_ctx_params * params); // more context parameters, or null
-    const char *    what;       // one line for --help
+    const char * what;                            // one line for --help
 };
 
 const std::vector<config> & configurations();
@@ -34,7 +34,7 @@ std::vector<const config *> default_configs();
 struct options {
     size_t      capacity = 0; // device memory per device, bytes
     std::string faults;       // a fault spec over the sim driver (docs/fault-injection.md), or empty
-    size_t      samples  = 0; // timeline points per track (0: no timeline)
+    size_t      samples = 0;  // timeline points per track (0: no timeline)
 };
 
 // a counter track: bytes over time, at most two points per interval (its maximum at its start,
@@ -56,28 +56,29 @@ struct event {
 
 struct result {
     std::string config;
-    bool        replayed = false; // false: the trace's own numbers
-    std::string unavailable;      // why the configuration could not run; empty when it ran
-    uint64_t    calls           = 0; // pool calls in the trace
-    uint64_t    allocs          = 0; // allocations that succeeded
-    uint64_t    hits            = 0; // recorded: allocations that made no driver call
-    uint64_t    driver_allocs   = 0; // NONE when unknown (recorded)
-    uint64_t    driver_frees    = 0;
-    uint64_t    driver_calls    = 0; // recorded: every driver call the trace counted
-    uint64_t    oom             = 0; // OUT_OF_MEMORY returned
-    uint64_t    lru_reclaims    = 0;
-    uint64_t    flushes         = 0;
-    uint64_t    faults          = 0; // injected
-    uint64_t    unmatched_frees = 0; // frees of buffers the replay does not hold (allocated before the trace, or failed here)
-    uint64_t    peak_live       = 0;
-    uint64_t    peak_reserved   = 0;
-    double      stranded_mean   = 0; // bytes
+    bool        replayed = false;  // false: the trace's own numbers
+    std::string unavailable;       // why the configuration could not run; empty when it ran
+    uint64_t    calls         = 0; // pool calls in the trace
+    uint64_t    allocs        = 0; // allocations that succeeded
+    uint64_t    hits          = 0; // recorded: allocations that made no driver call
+    uint64_t    driver_allocs = 0; // NONE when unknown (recorded)
+    uint64_t    driver_frees  = 0;
+    uint64_t    driver_calls  = 0; // recorded: every driver call the trace counted
+    uint64_t    oom           = 0; // OUT_OF_MEMORY returned
+    uint64_t    lru_reclaims  = 0;
+    uint64_t    flushes       = 0;
+    uint64_t    faults        = 0; // injected
+    uint64_t    unmatched_frees =
+        0; // frees of buffers the replay does not hold (allocated before the trace, or failed here)
+    uint64_t           peak_live     = 0;
+    uint64_t           peak_reserved = 0;
+    double             stranded_mean = 0; // bytes
     // the largest peak reserved / peak live of one pool, over pools whose peak live reaches
     // SMALL_POOL (below it the driver's granularity, not the policy, sets the ratio); 0: none
-    double      worst_pool      = 0;
-    double      modelled_us     = -1; // modelled driver time; < 0 when not modelled
-    uint64_t    call_ns         = 0; // recorded: time inside the pool calls, as measured
-    std::vector<track> tracks;       // "all pools" first, then one per pool when there are several
+    double             worst_pool  = 0;
+    double             modelled_us = -1; // modelled driver time; < 0 when not modelled
+    uint64_t           call_ns     = 0;  // recorded: time inside the pool calls, as measured
+    std::vector<track> tracks;           // "all pools" first, then one per pool when there are several
     std::vector<event> events;
 };
 

@@ -15,23 +15,25 @@ namespace {
 
 namespace fmt = gcp::trace_format;
 
-constexpr int FIELD_T = 0, FIELD_CTX = 1, FIELD_DEV = 2, FIELD_SLOT = 3, FIELD_STREAM = 4, FIELD_OP = 5,
-              FIELD_SIZE = 6, FIELD_FLAGS = 7, FIELD_STATUS = 8, FIELD_ACTUAL = 9, FIELD_PTR = 10, FIELD_DRV = 11,
-              FIELD_RESERVED = 12, FIELD_NS = 13;
-const char * const FIELD_NAMES[fmt::FIELDS] = { "t_ns",   "ctx",    "dev", "slot", "stream",   "op", "size",
-                                                "flags",  "status", "actual", "ptr", "drv", "reserved", "ns" };
+constexpr int FIELD_T = 0, FIELD_CTX = 1, FIELD_DEV = 2, FIELD_SLOT = 3, FIELD_STREAM = 4, FIELD_OP = 5, FIELD_SIZE = 6,
+              FIELD_FLAGS = 7, FIELD_STATUS = 8, FIELD_ACTUAL = 9, FIELD_PTR = 10, FIELD_DRV = 11, FIELD_RESERVED = 12,
+              FIELD_NS                      = 13;
+const char * const FIELD_NAMES[fmt::FIELDS] = { "t_ns",  "ctx",    "dev",    "slot", "stream", "op",       "size",
+                                                "flags", "status", "actual", "ptr",  "drv",    "reserved", "ns" };
 
 const ggml_cpool_status STATUSES[] = { GGML_CPOOL_STATUS_OK, GGML_CPOOL_STATUS_OUT_OF_MEMORY,
                                        GGML_CPOOL_STATUS_INVALID_ARGUMENT, GGML_CPOOL_STATUS_DRIVER_ERROR,
                                        GGML_CPOOL_STATUS_UNSUPPORTED };
-const ggml_cpool_kind KINDS[] = { GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
-                                  GGML_CPOOL_KIND_ASYNC };
+const ggml_cpool_kind   KINDS[]    = { GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN,
+                                       GGML_CPOOL_KIND_ASYNC };
 
 // one line being read: its fields, and where to say what is wrong with it
 class line_reader {
   public:
     line_reader(const std::string & path, size_t number, std::string * error) :
-        path_(path), number_(number), error_(error) {}
+        path_(path),
+        number_(number),
+        error_(error) {}
 
     bool split(char * text) {
         int n = 0;
@@ -109,7 +111,8 @@ class line_reader {
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
-    bool fail(const char * why, ...) {
+    bool
+    fail(const char * why, ...) {
         char    text[512];
         va_list args;
         va_start(args, why);
@@ -129,8 +132,8 @@ class line_reader {
 bool parse(line_reader & in, char * text, record * r) {
     if (!in.split(text) || !in.number(FIELD_T, &r->t, false) || !in.number(FIELD_CTX, &r->ctx) ||
         !in.index(FIELD_DEV, &r->dev) || !in.index(FIELD_SLOT, &r->slot) ||
-        !in.number(FIELD_STREAM, &r->stream, true, 16) || !in.name(FIELD_OP, &r->o) ||
-        !in.name(FIELD_STATUS, &r->st) || !in.number(FIELD_SIZE, &r->size) || !in.number(FIELD_ACTUAL, &r->actual) ||
+        !in.number(FIELD_STREAM, &r->stream, true, 16) || !in.name(FIELD_OP, &r->o) || !in.name(FIELD_STATUS, &r->st) ||
+        !in.number(FIELD_SIZE, &r->size) || !in.number(FIELD_ACTUAL, &r->actual) ||
         !in.number(FIELD_PTR, &r->ptr, true, 16) || !in.number(FIELD_DRV, &r->drv, false) ||
         !in.number(FIELD_RESERVED, &r->reserved) || !in.number(FIELD_NS, &r->ns, false)) {
         return false;
@@ -145,8 +148,8 @@ bool parse(line_reader & in, char * text, record * r) {
         return false;
     }
     // what a replay needs of each call must be there
-    const bool ok       = r->st == GGML_CPOOL_STATUS_OK;
-    const bool pool_op  = r->o == op::get_pool || r->o == op::alloc || r->o == op::free || r->o == op::trim;
+    const bool ok      = r->st == GGML_CPOOL_STATUS_OK;
+    const bool pool_op = r->o == op::get_pool || r->o == op::alloc || r->o == op::free || r->o == op::trim;
     if (r->o != op::ctx_create && r->ctx == NONE) {
         return in.fail("%s without a context", fmt::op_name(r->o));
     }
@@ -190,8 +193,8 @@ class requested_peak {
 
   private:
     std::map<pool_key, std::unordered_map<uint64_t, uint64_t>> live_;
-    std::map<int32_t, uint64_t>                                 device_;
-    uint64_t                                                    peak_ = 0;
+    std::map<int32_t, uint64_t>                                device_;
+    uint64_t                                                   peak_ = 0;
 };
 
 } // namespace
@@ -202,23 +205,23 @@ bool read_trace(const std::string & path, trace * out, std::string * error) {
         *error = path + ": cannot open (" + strerror(errno) + ")";
         return false;
     }
-    *out      = trace{};
-    out->path = path;
-    char *         text = nullptr;
-    size_t         cap  = 0;
-    size_t         n    = 0;
-    bool           ok   = true;
-    requested_peak peak;
-    std::map<pool_key, bool>     pools;
-    std::map<uint64_t, bool>     ctxs;
-    char                         magic[64];
+    *out                          = trace{};
+    out->path                     = path;
+    char *                   text = nullptr;
+    size_t                   cap  = 0;
+    size_t                   n    = 0;
+    bool                     ok   = true;
+    requested_peak           peak;
+    std::map<pool_key, bool> pools;
+    std::map<uint64_t, bool> ctxs;
+    char                     magic[64];
     snprintf(magic, sizeof(magic), "%s %d", fmt::MAGIC, fmt::VERSION);
     while (ok && getline(&text, &cap, f) > 0) {
         n++;
         line_reader in(path, n, error);
         if (n == 1) {
             text[strcspn(text, "\r\n")] = '\0';
-            ok = strcmp(text, magic) == 0 ||
+            ok                          = strcmp(text, magic) == 0 ||
                  in.fail("not a ggml-cuda-pool trace of version %d (the first line must be '%s')", fmt::VERSION, magic);
             continue;
         }

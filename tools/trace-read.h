@@ -18,14 +18,14 @@ constexpr uint64_t NONE = UINT64_MAX; // a field written as "-"
 constexpr uint64_t SMALL_POOL = uint64_t(4) << 20;
 
 struct record {
-    uint64_t          t;        // ns since the trace started
-    uint64_t          ctx;      // context number (NONE when the call made none)
-    int32_t           dev;      // -1: none
-    int32_t           slot;     // -1: none
+    uint64_t          t;    // ns since the trace started
+    uint64_t          ctx;  // context number (NONE when the call made none)
+    int32_t           dev;  // -1: none
+    int32_t           slot; // -1: none
     uint64_t          stream;
     op                o;
     ggml_cpool_status st;
-    ggml_cpool_kind   kind;     // get_pool: the kind in effect
+    ggml_cpool_kind   kind; // get_pool: the kind in effect
     uint64_t          size;
     uint64_t          flags;
     uint64_t          actual;
@@ -45,7 +45,8 @@ struct pool_key {
     uint64_t ctx;
     int32_t  dev;
     int32_t  slot;
-    bool     operator<(const pool_key & o) const {
+
+    bool operator<(const pool_key & o) const {
         return ctx != o.ctx ? ctx < o.ctx : dev != o.dev ? dev < o.dev : slot < o.slot;
     }
     bool operator==(const pool_key & o) const { return ctx == o.ctx && dev == o.dev && slot == o.slot; }
@@ -54,8 +55,8 @@ struct pool_key {
 struct trace {
     std::string         path;
     std::vector<record> records;
-    uint64_t            duration_ns = 0;  // until the last call ended
-    int                 devices     = 0;  // highest device named, plus one
+    uint64_t            duration_ns = 0; // until the last call ended
+    int                 devices     = 0; // highest device named, plus one
     size_t              contexts    = 0;
     size_t              pools       = 0;
     // the peak, over time, of the bytes requested by live buffers on the busiest device: what

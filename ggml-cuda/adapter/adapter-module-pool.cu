@@ -19,7 +19,11 @@ namespace {
 struct module_pool final : ggml_cuda_pool {
     module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot,
                 cudaStream_t stream) :
-        session(std::move(session)), pool(pool), device(device), slot(slot), stream(stream),
+        session(std::move(session)),
+        pool(pool),
+        device(device),
+        slot(slot),
+        stream(stream),
         timed(!config().stats.empty()) {}
 
     ~module_pool() override {
@@ -120,12 +124,14 @@ struct module_pool final : ggml_cuda_pool {
         if (err != cudaSuccess) {
             (void) cudaGetLastError();
             GGML_LOG_ERROR("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d, and the "
-                           "work captured before it could not run (%s)\n", device, cudaGetErrorString(err));
+                           "work captured before it could not run (%s)\n",
+                           device, cudaGetErrorString(err));
             return false;
         }
         GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture "
                       "ends there, what it holds runs once and the rest of the graph without it, where the pool can "
-                      "recover\n", device, ggml_cpool_last_error());
+                      "recover\n",
+                      device, ggml_cpool_last_error());
         session->capture_abandoned = true;
         session->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
         return true;

@@ -12,12 +12,12 @@
 // its number (stats lines name it), its configuration, the module context, and what the
 // context's CUDA graphs did
 struct ggml_cuda_cpool_session {
-    uint64_t              id = 0;
-    std::string           config; // the configuration's name: GGML_CUDA_POOL's, or its turn in GGML_CUDA_POOL_ROTATE
-    cpool_adapter::owner  pools = cpool_adapter::owner::module;
-    ggml_cpool_ctx_t      ctx   = nullptr; // the module's pools; null where ggml's own serve
-    uint64_t              graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
-    bool                  capture_abandoned = false; // since ggml last asked
+    uint64_t             id = 0;
+    std::string          config; // the configuration's name: GGML_CUDA_POOL's, or its turn in GGML_CUDA_POOL_ROTATE
+    cpool_adapter::owner pools = cpool_adapter::owner::module;
+    ggml_cpool_ctx_t     ctx   = nullptr; // the module's pools; null where ggml's own serve
+    uint64_t             graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
+    bool                 capture_abandoned                          = false; // since ggml last asked
 
     ~ggml_cuda_cpool_session(); // synchronizes the borrowed streams before the memory goes back
 };

@@ -63,7 +63,8 @@ void read_kv_f16(settings * c) {
         c->kv_growing = strcmp(kv, "pool") == 0;
     } else if (kv != nullptr && *kv != '\0' && strcmp(kv, "graph") != 0) {
         GGML_LOG_WARN("ggml-cuda-pool: %s=%s is neither graph, pool nor pool-1x; the conversions stay in the graph "
-                      "allocator's buffer\n", env_name(GGML_CPOOL_OPTION_KV_F16), kv);
+                      "allocator's buffer\n",
+                      env_name(GGML_CPOOL_OPTION_KV_F16), kv);
     }
 }
 

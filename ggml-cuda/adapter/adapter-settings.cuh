@@ -25,7 +25,7 @@ struct settings {
     std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
     bool                kv_in_pool = false;
     bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
-    std::string         stats; // empty: none; "-": stderr; else a file to append to
+    std::string         stats;             // empty: none; "-": stderr; else a file to append to
 };
 
 // the settings, read at the first call; a rotation entry that names no configuration, or

@@ -13,13 +13,13 @@ namespace cpool_adapter {
 
 // what the stats line says of a pool, from the module's statistics or from watching ggml's own
 struct figures {
-    const char * kind = "";
+    const char * kind   = "";
     uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
     size_t       peak_live = 0, peak_reserved = 0;
     uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
     uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
-    uint64_t     growing = 0;
+    uint64_t     growing      = 0;
     size_t       growing_peak = 0, growing_got = 0;
 
     void note_growing(size_t size, size_t actual) {

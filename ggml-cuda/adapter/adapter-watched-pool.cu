@@ -20,7 +20,11 @@ namespace {
 struct watched_pool final : ggml_cuda_pool {
     watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session, std::unique_ptr<ggml_cuda_pool> own, int device,
                  int slot, bool legacy) :
-        session(std::move(session)), own(std::move(own)), device(device), slot(slot), legacy(legacy) {
+        session(std::move(session)),
+        own(std::move(own)),
+        device(device),
+        slot(slot),
+        legacy(legacy) {
         seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
     }
 

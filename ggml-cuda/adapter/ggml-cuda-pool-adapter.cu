@@ -25,10 +25,12 @@ namespace {
 
 ggml_log_level to_ggml(ggml_cpool_log_level level) {
     switch (level) {
+        // clang-format off
         case GGML_CPOOL_LOG_DEBUG: return GGML_LOG_LEVEL_DEBUG;
         case GGML_CPOOL_LOG_INFO:  return GGML_LOG_LEVEL_INFO;
         case GGML_CPOOL_LOG_WARN:  return GGML_LOG_LEVEL_WARN;
         case GGML_CPOOL_LOG_ERROR: return GGML_LOG_LEVEL_ERROR;
+            // clang-format on
     }
     return GGML_LOG_LEVEL_ERROR;
 }
@@ -45,15 +47,15 @@ std::shared_ptr<ggml_cuda_cpool_session> open_session() {
     const settings &             c       = config();
     auto                         session = std::make_shared<ggml_cuda_cpool_session>();
     session->id                          = ++sessions;
-    const choice & pick = c.rotate.empty() ? c.pools : c.rotate[(session->id - 1) % c.rotate.size()];
-    session->config     = pick.name;
-    session->pools      = pick.pools;
+    const choice & pick                  = c.rotate.empty() ? c.pools : c.rotate[(session->id - 1) % c.rotate.size()];
+    session->config                      = pick.name;
+    session->pools                       = pick.pools;
     if (pick.pools != owner::module) {
         return session;
     }
     static std::once_flag logger;
     std::call_once(logger, [] { ggml_cpool_log_set(forward_log, nullptr); });
-    ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params(); // the cuda driver; kinds from the environment
+    ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params();       // the cuda driver; kinds from the environment
     std::fill(std::begin(params.kind), std::end(params.kind), pick.kind); // AUTO leaves them there
     ggml_cpool_status st = ggml_cpool_ctx_create(&params, &session->ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
@@ -93,7 +95,7 @@ void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool
 }
 
 bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
-    ggml_cuda_cpool_session & s = cpool_adapter::session_of(ctx);
+    ggml_cuda_cpool_session & s         = cpool_adapter::session_of(ctx);
     const bool                abandoned = s.capture_abandoned;
     s.capture_abandoned                 = false;
     return abandoned;

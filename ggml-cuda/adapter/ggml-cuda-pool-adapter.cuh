@@ -40,7 +40,7 @@ enum ggml_cuda_cpool_graph_event {
     GGML_CUDA_CPOOL_GRAPH_UPDATE,        // an executable graph was updated in place
     GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED, // the update was refused: destroyed and instantiated again
     GGML_CUDA_CPOOL_GRAPH_LAUNCH,
-    GGML_CUDA_CPOOL_GRAPH_ABANDONED,     // a capture given up (below)
+    GGML_CUDA_CPOOL_GRAPH_ABANDONED, // a capture given up (below)
     GGML_CUDA_CPOOL_GRAPH_EVENTS,
 };
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event);

@@ -11,7 +11,7 @@
 namespace gcp_torch {
 
 struct allocation {
-    ggml_cpool_t pool;   // the pool of the allocation's (device, stream)
+    ggml_cpool_t pool; // the pool of the allocation's (device, stream)
     int          device;
     int          slot;
     void *       stream; // the allocation's stream (a null stream already replaced by its stand-in)
@@ -30,7 +30,7 @@ inline bool freed_on_another_stream(const allocation & a, const void * free_stre
 class allocations {
   public:
     // may throw std::bad_alloc (nothing is recorded then)
-    void add(void * ptr, const allocation & a) { live_.emplace(ptr, a); }
+    void               add(void * ptr, const allocation & a) { live_.emplace(ptr, a); }
     // the record of a live pointer, or nullptr
     const allocation * find(void * ptr) const {
         auto it = live_.find(ptr);

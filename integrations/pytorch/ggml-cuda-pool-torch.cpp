@@ -87,7 +87,8 @@ gcp_torch::torch_allocator * make_allocator() {
     ggml_cpool_ctx_t      ctx    = nullptr;
     ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
-        fprintf(stderr, "ggml-cuda-pool-torch: creating the pool context failed (%s: %s); every allocation returns NULL\n",
+        fprintf(stderr,
+                "ggml-cuda-pool-torch: creating the pool context failed (%s: %s); every allocation returns NULL\n",
                 ggml_cpool_status_str(st), gcp_torch::module_reason());
         return nullptr;
     }

@@ -11,20 +11,22 @@
 #if defined(_WIN32) && !defined(__MINGW32__)
 #    define GGML_CPOOL_TORCH_API __declspec(dllexport) extern
 #else
-#    define GGML_CPOOL_TORCH_API __attribute__ ((visibility ("default"))) extern
+#    define GGML_CPOOL_TORCH_API __attribute__((visibility("default"))) extern
 #endif
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 extern "C" {
 #endif
 
+// clang-format off
 // a buffer of `size` bytes on `device` for work on `stream`; NULL for 0 bytes, or on failure with one line on stderr
 GGML_CPOOL_TORCH_API void * ggml_cuda_pool_torch_alloc(size_t size, int device, void * stream);
 // gives a buffer back to the pool of its allocation's stream, after synchronizing `stream` if that is another one
 GGML_CPOOL_TORCH_API void   ggml_cuda_pool_torch_free (void * ptr, size_t size, int device, void * stream);
 // one statistics line per pool to `where` ("-": stderr; else a file, appended); the number of lines, -1 on failure
 GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_report(const char * where);
+// clang-format on
 
-#ifdef  __cplusplus
+#ifdef __cplusplus
 }
 #endif

@@ -58,8 +58,8 @@ int torch_allocator::slot_for(int device, void * stream, size_t size) {
     // the slot's pool, if it has one, moves to the new stream once the old one is synchronized
     ggml_cpool_status st = ggml_cpool_ctx_set_stream(ctx_, device, slot, stream);
     if (st != GGML_CPOOL_STATUS_OK) {
-        say("alloc of %.2f MiB on device %d: binding stream %p to slot %d failed (%s: %s); returning NULL",
-            size / MiB, device, stream, slot, ggml_cpool_status_str(st), module_reason());
+        say("alloc of %.2f MiB on device %d: binding stream %p to slot %d failed (%s: %s); returning NULL", size / MiB,
+            device, stream, slot, ggml_cpool_status_str(st), module_reason());
         return -1;
     }
     slots_.bind(device, slot, stream);

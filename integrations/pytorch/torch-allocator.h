@@ -23,11 +23,11 @@ namespace gcp_torch {
 struct platform {
     // what a null stream (PyTorch's default stream) stands for: a handle the module can borrow,
     // since it reads a null one as "a stream of the context's own" (CUDA: cudaStreamLegacy)
-    void * default_stream = nullptr;
+    void *                                         default_stream = nullptr;
     // waits until the work queued on `stream` is complete; false when it cannot (say why in a line)
     std::function<bool(int device, void * stream)> wait_stream;
     // one line, without a newline
-    std::function<void(const char * line)> log;
+    std::function<void(const char * line)>         log;
 };
 
 // PyTorch frees in whatever order Python drops tensors and keeps its weights in the same pool: the
@@ -61,14 +61,14 @@ class torch_allocator {
 
   private:
     struct pool_use { // what the module's statistics do not know of a pool
-        ggml_cpool_t pool = nullptr;
+        ggml_cpool_t pool           = nullptr;
         size_t       live_requested = 0, peak_requested = 0;
         uint64_t     cross_stream_frees = 0;
     };
 
     // the slot of (device, stream), binding a vacant one; -1 with a line when none is left
-    int    slot_for(int device, void * stream, size_t size);
-    void   say(const char * fmt, ...) const __attribute__((format(printf, 2, 3)));
+    int  slot_for(int device, void * stream, size_t size);
+    void say(const char * fmt, ...) const __attribute__((format(printf, 2, 3)));
 
     ggml_cpool_ctx_t   ctx_;
     platform           platform_;

@@ -14,9 +14,9 @@
 
 namespace {
 
-constexpr size_t MiB          = size_t(1) << 20;
-constexpr size_t VMM_RESERVE  = 64 * MiB;
-constexpr size_t MAX_LIVE     = 64;
+constexpr size_t MiB         = size_t(1) << 20;
+constexpr size_t VMM_RESERVE = 64 * MiB;
+constexpr size_t MAX_LIVE    = 64;
 
 struct reader {
     const uint8_t * data;
@@ -61,8 +61,8 @@ void check_pool(ggml_cpool_t pool, ggml_cpool_driver_t sim, const std::map<uintp
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     ggml_cpool_log_set(quiet, nullptr);
-    reader in{ data, size };
-    uint8_t head = in.byte();
+    reader                       in{ data, size };
+    uint8_t                      head    = in.byte();
     static const ggml_cpool_kind kinds[] = { GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
 
     ggml_cpool_sim_params p = ggml_cpool_sim_default_params();
@@ -85,10 +85,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     while (in.more()) {
         uint8_t op = in.byte();
         switch (op % 8) {
-            case 0: case 1: case 2: { // alloc: 24-bit size scaled by the opcode's high bits
-                size_t   request = size_t(in.u24()) << (op >> 6);
-                uint32_t flags   = (op & 0x20) ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0;
-                buffer   b{};
+            case 0:
+            case 1:
+            case 2: { // alloc: 24-bit size scaled by the opcode's high bits
+                size_t            request = size_t(in.u24()) << (op >> 6);
+                uint32_t          flags   = (op & 0x20) ? GGML_CPOOL_ALLOC_OVERALLOCATE : 0;
+                buffer            b{};
                 ggml_cpool_status st = ggml_cpool_alloc(pool, request, flags, &b.ptr, &b.size);
                 if (st == GGML_CPOOL_STATUS_OK) {
                     check(request > 0 && b.size >= request, "actual >= requested");
@@ -99,17 +101,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                         check(ggml_cpool_free(pool, b.ptr, b.size) == GGML_CPOOL_STATUS_OK, "free");
                     }
                 } else {
-                    check(request == 0 ? st == GGML_CPOOL_STATUS_INVALID_ARGUMENT : st != GGML_CPOOL_STATUS_INVALID_ARGUMENT,
+                    check(request == 0 ? st == GGML_CPOOL_STATUS_INVALID_ARGUMENT :
+                                         st != GGML_CPOOL_STATUS_INVALID_ARGUMENT,
                           "a valid request is never called invalid");
                 }
                 break;
             }
-            case 3: case 4: { // free, picked from the end (graph-like) or anywhere
+            case 3:
+            case 4: { // free, picked from the end (graph-like) or anywhere
                 if (order.empty()) {
                     break;
                 }
                 uint8_t pick = in.byte();
-                size_t  i    = (op & 0x80) ? pick % order.size() : order.size() - 1 - pick % std::min<size_t>(order.size(), 3);
+                size_t  i    = (op & 0x80) ? pick % order.size() :
+                                             order.size() - 1 - pick % std::min<size_t>(order.size(), 3);
                 buffer  b    = order[i];
                 order.erase(order.begin() + std::ptrdiff_t(i));
                 live.erase(reinterpret_cast<uintptr_t>(b.ptr));
@@ -136,8 +141,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
                 ggml_cpool_trim(pool); // may fail under faults; checked below
                 break;
             case 7: { // arm a fault: the k-th call of a kind, alone or with every later one
-                uint8_t k = in.byte();
-                static const char * const calls[] = { "any", "malloc", "free", "sync", "create", "map", "unmap", "release" };
+                uint8_t                   k       = in.byte();
+                static const char * const calls[] = { "any",    "malloc", "free",  "sync",
+                                                      "create", "map",    "unmap", "release" };
                 if (k == 0) {
                     ggml_cpool_driver_set_faults(fault, nullptr);
                 } else {
