@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # The test command. Installs what is missing (Debian), then runs the jobs:
+#   format every tracked C/C++/CUDA source as .clang-format says, with clang-format 14
+#          (scripts/check-format.sh names the files that are not)
 #   main   configure, build and run every ctest label (gpu tests report SKIPPED without a GPU; bench
 #          runs bench-hit briefly, timing nothing)
 #   asan   address+undefined sanitizers: labels unit, fault, stress
@@ -18,11 +20,12 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 jobs=("$@")
-[ ${#jobs[@]} -eq 0 ] && jobs=(main asan tsan fuzz hip llama)
+[ ${#jobs[@]} -eq 0 ] && jobs=(format main asan tsan fuzz hip llama)
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=$(nproc)
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config)
+[[ " ${jobs[*]} " == *" format "* ]] && packages+=(clang-format)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
 [[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)
@@ -60,6 +63,18 @@ ctest_job() {
 
 for job in "${jobs[@]}"; do
     case $job in
+        format)
+            echo "== format =="
+            rc=0
+            out=$(bash scripts/check-format.sh 2>&1) || rc=$?
+            echo "$out"
+            said=$(grep -m1 '^check-format: ' <<<"$out" | sed 's/^check-format: //; s/:$//' || true)
+            if [ "$rc" -eq 0 ]; then
+                passed=$((passed + 1)); summary+=("format: $said")
+            else
+                failed=$((failed + 1)); summary+=("format: FAILED: $said")
+            fi
+            ;;
         main) ctest_job main build "" "" ;;
         # built without CUDA: the cuda driver's fault tests (labels gpu and fault) stay out
         asan) ctest_job asan build-asan 'unit|fault|stress' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
