@@ -261,43 +261,32 @@ void sizes(benchmark::internal::Benchmark * b) {
     }
 }
 
-BENCHMARK(StreamOrdered)
-    ->Apply(sizes_by_warmth)
-    ->ArgNames({ "bytes", "warm" })
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
-BENCHMARK(AsyncPool)
-    ->Apply(sizes)
-    ->ArgNames({ "bytes" })
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
+// every benchmark: five repetitions, reported as their aggregates
+void repeated(benchmark::internal::Benchmark * b) {
+    b->Repetitions(5)->ReportAggregatesOnly(true);
+}
+
+// the same, on the wall clock in microseconds
+void timed(benchmark::internal::Benchmark * b) {
+    repeated(b->UseRealTime()->Unit(benchmark::kMicrosecond));
+}
+
+BENCHMARK(StreamOrdered)->Apply(sizes_by_warmth)->ArgNames({ "bytes", "warm" })->Apply(timed);
+BENCHMARK(AsyncPool)->Apply(sizes)->ArgNames({ "bytes" })->Apply(timed);
 BENCHMARK(Delegates)
     ->Arg(DELEGATES_RAW_COLD)
     ->Arg(DELEGATES_RAW_WARM)
     ->Arg(DELEGATES_MODULE)
     ->ArgNames({ "mode" })
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
+    ->Apply(timed);
 BENCHMARK(HitPair)
     ->Arg(GGML_CPOOL_KIND_LEGACY)
     ->Arg(GGML_CPOOL_KIND_PLAIN)
     ->Arg(GGML_CPOOL_KIND_VMM)
     ->Arg(GGML_CPOOL_KIND_ASYNC)
     ->ArgNames({ "kind" })
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
-BENCHMARK(CaptureQuery)
-    ->Arg(QUERY_RUNTIME)
-    ->Arg(QUERY_DRIVER)
-    ->ArgNames({ "api" })
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
+    ->Apply(repeated);
+BENCHMARK(CaptureQuery)->Arg(QUERY_RUNTIME)->Arg(QUERY_DRIVER)->ArgNames({ "api" })->Apply(repeated);
 
 } // namespace
 
