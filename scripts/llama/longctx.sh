@@ -21,8 +21,10 @@
 # start unless PRESSURE_MODULE_LOADING says otherwise.
 LONGCTX_CONFIGS=${LONGCTX_CONFIGS:-ggml-legacy ggml-legacy:kvpool legacy:kvpool plain:kvpool legacy:kvpool1x ggml vmm:kvpool async:kvpool}
 LONGCTX_SHORT_CONFIGS=${LONGCTX_SHORT_CONFIGS:-$LONGCTX_CONFIGS legacy plain vmm async}
-LONGCTX_PROMPT_REPEAT=${LONGCTX_PROMPT_REPEAT:-380} # copies of $PROMPT: about 4000 tokens
-LONGCTX_SHORT_REPEAT=${LONGCTX_SHORT_REPEAT:-48}    # about 500 tokens
+# copies of $PROMPT (about 15 tokens each): a prompt of about 4000 tokens, which leaves the long
+# generation's context (8448) room for its 4096 tokens; and one of about 500
+LONGCTX_PROMPT_REPEAT=${LONGCTX_PROMPT_REPEAT:-270}
+LONGCTX_SHORT_REPEAT=${LONGCTX_SHORT_REPEAT:-34}
 
 longctx_prompts() {
     local n
@@ -41,7 +43,7 @@ workload_prefill() {
     cmd=("$BIN/llama-bench" $(pressure_common | sed 's/-fa on/-fa 1/') -p "$n" -n 0 -ub 512 -r 1 -o jsonl)
 }
 workload_longgen() {
-    cmd=("$BIN/llama-completion" $(pressure_common) -c 9216 -f "$WORK/longctx-prompt-longgen.txt"
+    cmd=("$BIN/llama-completion" $(pressure_common) -c 8448 -f "$WORK/longctx-prompt-longgen.txt"
          -n "${LONGCTX_TOKENS:-4096}" --temp 0 --seed 1 --ignore-eos -no-cnv)
 }
 

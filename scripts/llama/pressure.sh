@@ -18,7 +18,7 @@
 #   growing     llama-batched-bench: prompts of growing length (GROWING_PP) one after another into
 #               one context, as a server sees them, so the pools' request sizes grow during the
 #               run (step growing)
-PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 6000 tokens of prompt
+PRESSURE_PROMPT_REPEAT=${PRESSURE_PROMPT_REPEAT:-600} # copies of $PROMPT: about 9000 tokens of prompt
 PRESSURE_CONFIGS=${PRESSURE_CONFIGS:-ggml ggml-legacy legacy plain vmm async}
 
 # the command of a workload, into the array cmd: workload_NAME for each workload (this file's

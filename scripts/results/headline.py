@@ -74,7 +74,7 @@ def table(bench, memory_folder, pressure_folders, faults_folder, depths):
     rows = [[c] + [col.get(c, "-") for col in cells] for c in ROWS]
     for row in rows:
         if row[0] == BASELINE:
-            row[1], row[4] = "1", "ggml aborts at out-of-memory"
-    return markdown.table(["configuration", f"tg128 t/s to ggml's, depth {depths}",
+            row[1], row[4] = "1", "a refusal ends the run with a CUDA error"
+    return markdown.table(["configuration", f"tg128 t/s to ggml's, place-adjusted, depth {depths}",
                            "total device memory MiB (to ggml's)", "least free H MiB it completes with",
                            "faults"], rows)

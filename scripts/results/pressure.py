@@ -77,6 +77,10 @@ def table(folders, prefix="growing"):
     return markdown.table(["configuration"] + [f"H = {heads[0]}"] + heads[1:], rows) if rows else ""
 
 
+# the code of each run of the async synchronizes' comparison (syncs-LABEL/)
+LABELS = {"before": "without the re-read (as kept)", "after": "with the re-read"}
+
+
 def syncs(folder):
     """the async kind in the pressure step's run (llama-completion, about 9000 tokens of prompt in
     batches of 2048) before and after a change (syncs-LABEL/pressure-async-hH.*): the pool's
@@ -88,7 +92,7 @@ def syncs(folder):
         text = folder.text(name[:-len(".stats")] + ".txt", "")
         first.setdefault(h, text)
         ts = re.findall(r"\beval time =.*?([\d.]+) tokens per second", folder.text(name[:-len(".stats")] + ".log", ""))
-        rows.append((label != "before", -h, [label, "unconstrained" if h > 100000 else f"{h}",
+        rows.append((label != "before", -h, [LABELS.get(label, label), "unconstrained" if h > 100000 else f"{h}",
                      str(sum(int(k.get("syncs", 0)) for k in kv)), str(sum(int(k.get("driver_allocs", 0)) for k in kv)),
                      f"{sum(float(k.get('peak_reserved_mib', 0)) for k in kv):.0f}", ts[-1] if ts else "?",
                      "same" if text == first[h] else "DIFFERS"]))
