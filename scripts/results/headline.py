@@ -28,24 +28,12 @@ def memory_cells(folder):
     return {c: f"{p} ({p - base:+d})" if base is not None else str(p) for c, p in peaks.items() if p is not None}
 
 
-def latest(cell):
-    """of an overlaid cell ('ok, 42 MiB; at e17176c: aborted: ...'), the latest session's run"""
-    if "; at " in cell:
-        cell = cell.rsplit("; at ", 1)[1]
-    elif cell.startswith("at "):
-        cell = cell[3:]
-    else:
-        return cell
-    return cell.split(": ", 1)[1]
-
-
 def pressure_cells(folders):
     """{config: the lowest H that completed, and the next lower that did not}"""
     out = {}
-    for config, cells in pressure.overlay(folders, "growing").items():
-        final = {h: latest(c) for h, c in cells.items()}
-        ok = [h for h, c in final.items() if c.startswith("ok")]
-        failed = [h for h, c in final.items() if c.startswith("aborted") and (not ok or h < min(ok))]
+    for config, cells in pressure.latest(folders, "growing").items():
+        ok = [h for h, c in cells.items() if c.startswith("ok")]
+        failed = [h for h, c in cells.items() if c.startswith("aborted") and (not ok or h < min(ok))]
         if ok:
             out[config] = f"{min(ok)}" + (f" (aborted at {max(failed)})" if failed else "")
     return out

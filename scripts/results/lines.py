@@ -31,6 +31,11 @@ def pool_lines(text):
     return [kv for kvs in by_session(text).values() for kv in kvs]
 
 
+def total(kvs, key):
+    """one field summed over pool lines (0 where a line lacks it)"""
+    return sum(float(kv.get(key, 0)) for kv in kvs)
+
+
 def graph_counts(text):
     """the CUDA graph counts of every context summed, and the pools' synchronizes (syncs)"""
     total = defaultdict(int)

@@ -15,6 +15,8 @@ CHECKED_IN = re.compile(r"current device: \d+, in function (\w+)")
 CUDA_ABORT = re.compile(r"ggml-cuda\.cu:\d+: CUDA error$", re.M)
 FRAME = re.compile(r"\(_ZN?(\d+)(\w+)")
 EXIT = re.compile(r"^exit (\d+)\s*$", re.M)
+# llama-completion's generation rate, in its closing performance lines
+GENERATION_RATE = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
 LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
 RECOVERY = re.compile(r"(?:CUDA pool\[\d+\]|ggml-cuda-pool): (?!injected|alloc on device)"
                       r"(.*(?:reclaim|retry|retrying|freeing all|trimming|the capture ends|capture is given up).*)")
@@ -44,6 +46,12 @@ def checked_in_backtrace(log):
     names = [m.group(2)[:int(m.group(1))] for m in FRAME.finditer(log, found.end())]
     past = names.index("ggml_cuda_error") + 1 if "ggml_cuda_error" in names else 0
     return names[past] if past < len(names) else None
+
+
+def generation_rate(log):
+    """llama-completion's tokens per second of generation, None where the log has none"""
+    found = GENERATION_RATE.findall(log)
+    return float(found[-1]) if found else None
 
 
 def exit_status(log):

@@ -12,7 +12,6 @@ from .runs import md5
 
 CONFIGS = ("ggml-legacy", "ggml-legacy:kvpool", "legacy:kvpool", "plain:kvpool", "legacy:kvpool1x", "ggml",
            "vmm:kvpool", "async:kvpool", "legacy", "plain", "vmm", "async")
-TOKENS_PER_SECOND = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
 
 
 def config_of(tag):
@@ -25,9 +24,11 @@ def config_of(tag):
 def runs(folder, workload):
     """[(config, tag)] of a workload's unconstrained runs, in the order llama.sh runs them"""
     found = [m.group(1) for _, m in folder.match(rf"longctx-{workload}-(.+)\.idle")]
-    order = {c: i for i, c in enumerate(CONFIGS)}
-    return sorted(((config_of(t), f"longctx-{workload}-{t}") for t in found),
-                  key=lambda ct: order.get(ct[0], len(order)))
+    return sorted(((config_of(t), f"longctx-{workload}-{t}") for t in found), key=lambda ct: run_order(ct[0]))
+
+
+def run_order(config):
+    return CONFIGS.index(config) if config in CONFIGS else len(CONFIGS)
 
 
 def speed(folder, tag):
@@ -37,8 +38,7 @@ def speed(folder, tag):
     if text.lstrip().startswith("{"):
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
         return rows[-1].get("avg_ts") if rows else None
-    found = TOKENS_PER_SECOND.findall(folder.text(tag + ".log", ""))
-    return float(found[-1]) if found else None
+    return logs.generation_rate(folder.text(tag + ".log", ""))
 
 
 def peak_above_idle(folder, tag):
@@ -52,9 +52,9 @@ def pools(folder, tag):
     gives memory back: its line's flushes, counted from outside by a rule that holds for ggml's
     legacy pool alone (before ca1ed0c for every pool of ggml), are left out"""
     kvs = lines.pool_lines(folder.text(tag + ".stats"))
-    total = {k: sum(float(kv.get(k, 0)) for kv in kvs if k != "flushes" or kv.get("pool") != "ggml") for k in
-             ("peak_reserved_mib", "peak_live_mib", "driver_allocs", "lru_reclaims", "flushes", "oom")}
-    return total
+    counted = [kv for kv in kvs if kv.get("pool") != "ggml"]
+    return {k: lines.total(counted if k == "flushes" else kvs, k) for k in
+            ("peak_reserved_mib", "peak_live_mib", "driver_allocs", "lru_reclaims", "flushes", "oom")}
 
 
 def row(folder, config, tag, reference):
@@ -86,9 +86,8 @@ def budget(folder, workload):
     tried = {}
     for name, m in folder.match(rf"longctx-{workload}-(.+)-h(-?\d+)\.log"):
         tried.setdefault(config_of(m.group(1)), {})[int(m.group(2))] = name[:-len(".log")]
-    order = {c: i for i, c in enumerate(CONFIGS)}
     rows = []
-    for config in sorted(tried, key=lambda c: order.get(c, len(order))):
+    for config in sorted(tried, key=run_order):
         done = {h: logs.exit_status(folder.text(t + ".log", "")) == 0 for h, t in tried[config].items()}
         ok = [h for h, good in done.items() if good]
         low = min(ok) if ok else None

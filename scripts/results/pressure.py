@@ -15,9 +15,9 @@ def outcome(folder, tag):
         why = logs.aborted(log)
         return f"aborted: {why}" if why else "aborted"
     pools = lines.pool_lines(folder.text(tag + ".stats"))
-    parts = [f"ok, {sum(float(kv.get('peak_reserved_mib', 0)) for kv in pools):.0f} MiB"]
+    parts = [f"ok, {lines.total(pools, 'peak_reserved_mib'):.0f} MiB"]
     for key, one, many in (("lru_reclaims", "reclaim", "reclaims"), ("flushes", "flush", "flushes")):
-        n = sum(int(kv.get(key, 0)) for kv in pools)
+        n = int(lines.total(pools, key))
         if n:
             parts.append(f"{n} {one if n == 1 else many}")
     return ", ".join(parts)
@@ -28,6 +28,15 @@ def sweep(folder, prefix):
     runs = defaultdict(dict)
     for name, m in folder.match(re.escape(prefix) + r"-(.+)-h(\d+)\.log"):
         runs[m.group(1)][int(m.group(2))] = outcome(folder, name[:-len(".log")])
+    return runs
+
+
+def latest(folders, prefix):
+    """{config: {H: cell}}: each run as the latest session that made it ended"""
+    runs = defaultdict(dict)
+    for folder in folders:
+        for config, cells in sweep(folder, prefix).items():
+            runs[config].update(cells)
     return runs
 
 
@@ -91,10 +100,10 @@ def syncs(folder):
         kv = lines.pool_lines(folder.text(name))
         text = folder.text(name[:-len(".stats")] + ".txt", "")
         first.setdefault(h, text)
-        ts = re.findall(r"\beval time =.*?([\d.]+) tokens per second", folder.text(name[:-len(".stats")] + ".log", ""))
+        ts = logs.generation_rate(folder.text(name[:-len(".stats")] + ".log", ""))
         rows.append((label != "before", -h, [LABELS.get(label, label), "unconstrained" if h > 100000 else f"{h}",
-                     str(sum(int(k.get("syncs", 0)) for k in kv)), str(sum(int(k.get("driver_allocs", 0)) for k in kv)),
-                     f"{sum(float(k.get('peak_reserved_mib', 0)) for k in kv):.0f}", ts[-1] if ts else "?",
+                     f"{lines.total(kv, 'syncs'):.0f}", f"{lines.total(kv, 'driver_allocs'):.0f}",
+                     f"{lines.total(kv, 'peak_reserved_mib'):.0f}", f"{ts:.2f}" if ts else "?",
                      "same" if text == first[h] else "DIFFERS"]))
     return markdown.table(["code", "H MiB", "pool synchronizes", "driver allocs", "peak reserved MiB", "t/s",
                            "text"], [r for *_, r in sorted(rows, key=lambda r: r[:2])])

@@ -20,7 +20,7 @@ def pool_calls(text):
     call_ms), every pool of every context summed"""
     pools = lines.pool_lines(text)
     timed = pools and all("call_ms" in kv for kv in pools)
-    return sum(int(kv.get("allocs", 0)) for kv in pools), sum(float(kv["call_ms"]) for kv in pools) if timed else None
+    return int(lines.total(pools, "allocs")), lines.total(pools, "call_ms") if timed else None
 
 
 def read(folder):
