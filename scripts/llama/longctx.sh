@@ -74,12 +74,7 @@ budget_bisect() {
         while [ $((fail - ok)) -gt 1 ]; do
             local mid=$(((ok + fail) / 2))
             local tag="$prefix-$(tag_of "$c")-h${grid[mid]}"
-            if [ ! -s "$RESULTS/$tag.log" ]; then
-                past_deadline "$tag" && return 0
-                hold_start $((FIXED + grid[mid])) "$RESULTS/$tag.hold"
-                pressure_run "$tag" "$c" "$workload"
-                stop_bg "$HOLDER"
-            fi
+            held_run "$tag" "$c" "$workload" "${grid[mid]}" || return 0
             if grep -q '^exit 0$' "$RESULTS/$tag.log"; then ok=$mid; else fail=$mid; fi
         done
         say "$prefix: $c: lowest H that completes: $([ "$ok" -ge 0 ] && echo "${grid[ok]} MiB" || echo none)"

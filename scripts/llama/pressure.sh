@@ -66,18 +66,25 @@ pressure_fixed() {
     echo "idle_mib $IDLE total_mib $total peak_mib $peak pools_mib $pools fixed_mib $FIXED" >"$RESULTS/$prefix-fixed.txt"
 }
 
+# the run $1 (configuration $2, workload $3) with S + $4 MiB left free, unless it ran already;
+# returns 1 at the deadline, where it does not start
+held_run() {
+    local tag=$1 config=$2 workload=$3 h=$4
+    [ -s "$RESULTS/$tag.log" ] && return 0
+    past_deadline "$tag" && return 1
+    hold_start $((FIXED + h)) "$RESULTS/$tag.hold"
+    pressure_run "$tag" "$config" "$workload"
+    stop_bg "$HOLDER"
+    return 0 # the holder's killed status is no failure of the run
+}
+
 # every configuration of $3 at each H of $4, from high to low, until it fails
 pressure_sweep() {
     local prefix=$1 workload=$2 configs=$3 heads=$4
     for c in $configs; do
         for h in $heads; do
             local tag="$prefix-$(tag_of "$c")-h$h"
-            if [ ! -s "$RESULTS/$tag.log" ]; then
-                past_deadline "$tag" && return 0
-                hold_start $((FIXED + h)) "$RESULTS/$tag.hold"
-                pressure_run "$tag" "$c" "$workload"
-                stop_bg "$HOLDER"
-            fi
+            held_run "$tag" "$c" "$workload" "$h" || return 0
             local rc
             rc=$(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1)
             say "$prefix: $c H=$h MiB: $rc"
