@@ -27,24 +27,13 @@ struct module_pool final : ggml_cuda_pool {
         timed(!config().stats.empty()) {}
 
     ~module_pool() override {
-        ggml_cpool_stats s{};
-        if (!config().stats.empty() && ggml_cpool_get_stats(pool, &s) == GGML_CPOOL_STATUS_OK) {
-            seen.kind          = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
-            seen.allocs        = s.allocs;
-            seen.hits          = s.hits;
-            seen.driver_allocs = s.driver_allocs;
-            seen.driver_frees  = s.driver_frees;
-            seen.peak_live     = s.peak_live_bytes;
-            seen.peak_reserved = s.peak_reserved_bytes;
-            seen.lru_reclaims  = s.lru_reclaims;
-            seen.flushes       = s.flushes;
-            seen.oom           = s.oom_returned;
-            seen.syncs         = s.synchronizes;
-            report(session->id, device, slot, seen);
+        if (!config().stats.empty()) {
+            report(line::stats, session->id, device, slot, current());
         }
     }
 
     void * alloc(size_t size, size_t * actual_size) override {
+        on_call();
         call_timer timer(timed ? &seen.call_ns : nullptr);
         return take(size, false, 0, actual_size);
     }
@@ -53,6 +42,7 @@ struct module_pool final : ggml_cuda_pool {
         if (!config().kv_growing) {
             return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
         }
+        on_call();
         void * ptr = nullptr;
         {
             call_timer timer(timed ? &seen.call_ns : nullptr);
@@ -63,6 +53,7 @@ struct module_pool final : ggml_cuda_pool {
     }
 
     void free(void * ptr, size_t size) override {
+        on_call();
         call_timer        timer(timed ? &seen.call_ns : nullptr);
         ggml_cpool_status st = ggml_cpool_free(pool, ptr, size);
         if (st != GGML_CPOOL_STATUS_OK) {
@@ -82,6 +73,34 @@ struct module_pool final : ggml_cuda_pool {
     }
 
   private:
+    // the module's statistics and the adapter's own figures, as a stats line says them
+    figures current() {
+        ggml_cpool_stats s{};
+        if (ggml_cpool_get_stats(pool, &s) == GGML_CPOOL_STATUS_OK) {
+            seen.kind          = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
+            seen.allocs        = s.allocs;
+            seen.hits          = s.hits;
+            seen.driver_allocs = s.driver_allocs;
+            seen.driver_frees  = s.driver_frees;
+            seen.live          = s.live_bytes;
+            seen.reserved      = s.reserved_bytes;
+            seen.peak_live     = s.peak_live_bytes;
+            seen.peak_reserved = s.peak_reserved_bytes;
+            seen.lru_reclaims  = s.lru_reclaims;
+            seen.flushes       = s.flushes;
+            seen.oom           = s.oom_returned;
+            seen.syncs         = s.synchronizes;
+        }
+        return seen;
+    }
+
+    // the snapshot line SIGUSR1 asked for, before this call changes anything
+    void on_call() {
+        if (timed && snapshot.due()) {
+            report(line::snapshot, session->id, device, slot, current());
+        }
+    }
+
     ggml_cpool_status request(size_t size, bool growing, size_t limit, void ** ptr, size_t * actual_size) {
         // ggml may ask for nothing (the scratch of an empty tensor); the module refuses a zero
         // size, so ask for one byte: still a buffer of its own that free takes back
@@ -161,6 +180,7 @@ struct module_pool final : ggml_cuda_pool {
     cudaStream_t                             stream; // ggml's, the one this pool's kernels run on
     bool                                     timed;  // a stats line will report the time in its calls
     figures                                  seen;
+    snapshot_request                         snapshot;
 };
 
 } // namespace

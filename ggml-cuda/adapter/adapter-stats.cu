@@ -5,6 +5,8 @@
 #include "adapter-settings.cuh"
 #include "common.cuh"
 
+#include <atomic>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <mutex>
@@ -39,18 +41,60 @@ void report_line(const char * fmt, ...) {
     }
 }
 
+std::atomic<unsigned> snapshots_asked{ 0 }; // SIGUSR1s so far; lock-free, so the handler may touch it
+
+void ask_snapshot(int /*signal*/) {
+    snapshots_asked.fetch_add(1, std::memory_order_relaxed);
+}
+
+void install_snapshot_handler() {
+#if defined(SIGUSR1)
+    if (config().stats.empty()) {
+        return;
+    }
+    struct sigaction current = {};
+    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
+        return; // the process has its own use for it
+    }
+    struct sigaction ours = {};
+    ours.sa_handler       = ask_snapshot;
+    ours.sa_flags         = SA_RESTART; // a server blocked in accept() keeps waiting for its next client
+    sigemptyset(&ours.sa_mask);
+    if (sigaction(SIGUSR1, &ours, nullptr) != 0) {
+        GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
+    }
+#endif
+}
+
 } // namespace
 
-void report(uint64_t session, int device, int slot, const figures & f) {
+snapshot_request::snapshot_request() {
+    static std::once_flag installed;
+    std::call_once(installed, install_snapshot_handler);
+    seen = snapshots_asked.load(std::memory_order_relaxed);
+}
+
+bool snapshot_request::due() {
+    const unsigned asked = snapshots_asked.load(std::memory_order_relaxed);
+    if (asked == seen) {
+        return false;
+    }
+    seen = asked;
+    return true;
+}
+
+void report(line what, uint64_t session, int device, int slot, const figures & f) {
     report_line(
-        "ggml-cuda-pool stats: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
-        "driver_frees=%llu peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu flushes=%llu oom=%llu "
-        "syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f growing_peak_buffer_mib=%.2f call_ms=%.3f\n",
-        (unsigned long long) session, device, slot, f.kind, (unsigned long long) f.allocs, (unsigned long long) f.hits,
-        (unsigned long long) f.driver_allocs, (unsigned long long) f.driver_frees, f.peak_live / MiB,
-        f.peak_reserved / MiB, (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes,
-        (unsigned long long) f.oom, (unsigned long long) f.syncs, (unsigned long long) f.growing, f.growing_peak / MiB,
-        f.growing_got / MiB, f.call_ns / 1e6);
+        "ggml-cuda-pool %s: session=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
+        "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
+        "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
+        "growing_peak_buffer_mib=%.2f call_ms=%.3f\n",
+        what == line::stats ? "stats" : "snapshot", (unsigned long long) session, device, slot, f.kind,
+        (unsigned long long) f.allocs, (unsigned long long) f.hits, (unsigned long long) f.driver_allocs,
+        (unsigned long long) f.driver_frees, f.live / MiB, f.reserved / MiB, f.peak_live / MiB, f.peak_reserved / MiB,
+        (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes, (unsigned long long) f.oom,
+        (unsigned long long) f.syncs, (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB,
+        f.call_ns / 1e6);
 }
 
 void report_graphs(uint64_t session, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {

@@ -1,6 +1,7 @@
 #pragma once
 // The statistics lines (GGML_CUDA_POOL_STATS): one per pool when it goes, one per backend context
-// when its session ends, and the timer that measures the time inside a pool's calls.
+// when its session ends, one per pool on demand in a live process (SIGUSR1), and the timer that
+// measures the time inside a pool's calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
 
@@ -15,6 +16,7 @@ namespace cpool_adapter {
 struct figures {
     const char * kind   = "";
     uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
+    size_t       live = 0, reserved = 0; // when the line is written
     size_t       peak_live = 0, peak_reserved = 0;
     uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
     uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
@@ -48,8 +50,23 @@ class call_timer {
     clock::time_point start;
 };
 
-// one line per pool, at its destruction
-void report(uint64_t session, int device, int slot, const figures & f);
+// one line per pool: `stats` at its destruction, `snapshot` on demand
+enum class line { stats, snapshot };
+void report(line what, uint64_t session, int device, int slot, const figures & f);
+
+// A live process's lines on demand: where GGML_CUDA_POOL_STATS is set, SIGUSR1 asks every pool
+// for a snapshot line, which the pool writes at its next call, on the thread that uses it (a pool
+// is used by one thread at a time, and a signal handler may not write a file). A process that
+// keeps its backends for its whole life, as llama.cpp's rpc-server does across its clients, would
+// otherwise never show its pools. The handler is installed only over SIGUSR1's default action.
+class snapshot_request {
+  public:
+    snapshot_request();
+    bool due(); // a signal came since this pool's last snapshot (or its creation)
+
+  private:
+    unsigned seen;
+};
 
 // one line per backend context, when its session ends: what its CUDA graphs did
 void report_graphs(uint64_t session, const uint64_t (&events)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name);

@@ -28,15 +28,10 @@ struct watched_pool final : ggml_cuda_pool {
         seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
     }
 
-    ~watched_pool() override {
-        size_t   reserved = 0;
-        uint64_t drv      = 0;
-        own->driver_usage(&reserved, &seen.peak_reserved, &drv);
-        seen.driver_allocs = drv;
-        report(session->id, device, slot, seen);
-    }
+    ~watched_pool() override { report(line::stats, session->id, device, slot, current()); }
 
     void * alloc(size_t size, size_t * actual_size) override {
+        on_call();
         const size_t before = reserved();
         void *       ptr    = nullptr;
         {
@@ -51,6 +46,7 @@ struct watched_pool final : ggml_cuda_pool {
         if (!config().kv_growing) {
             return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
         }
+        on_call();
         const size_t before = reserved();
         void *       ptr    = nullptr;
         {
@@ -63,6 +59,7 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
     void free(void * ptr, size_t size) override {
+        on_call();
         live -= size;
         call_timer timer(&seen.call_ns);
         own->free(ptr, size);
@@ -73,6 +70,21 @@ struct watched_pool final : ggml_cuda_pool {
     }
 
   private:
+    figures current() {
+        uint64_t drv = 0;
+        own->driver_usage(&seen.reserved, &seen.peak_reserved, &drv);
+        seen.driver_allocs = drv;
+        seen.live          = live;
+        return seen;
+    }
+
+    // the snapshot line SIGUSR1 asked for, before this call changes anything
+    void on_call() {
+        if (snapshot.due()) {
+            report(line::snapshot, session->id, device, slot, current());
+        }
+    }
+
     size_t reserved() const {
         size_t   now = 0, peak = 0;
         uint64_t drv = 0;
@@ -101,6 +113,7 @@ struct watched_pool final : ggml_cuda_pool {
     bool                                     legacy;
     size_t                                   live = 0;
     figures                                  seen;
+    snapshot_request                         snapshot;
 };
 
 } // namespace
