@@ -8,10 +8,11 @@
 #   prepare build models                 llama/setup.sh     the tree, the build, the models
 #   ops complete faults soak memcheck    llama/checks.sh    test-backend-ops, greedy text, faults
 #   bench memory speculative trace summary  llama/bench.sh  speed, total memory, the tables
-#   pressure growing                     llama/pressure.sh  runs with S + H MiB left free
+#   pressure cotenant growing            llama/pressure.sh  runs with S + H MiB left free
 #   longctx longctx_budget               llama/longctx.sh   the K/V conversions over long contexts
+#   rpc                                  llama/rpc.sh       the RPC backend: servers, clients, a killed server
 #
-#   scripts/llama.sh [step ...]     (default: every step but the longctx ones, in that order)
+#   scripts/llama.sh [step ...]     (default: every step but cotenant, longctx and rpc, in that order)
 #
 # Every step is resumable: what finished leaves its result under $LLAMA_WORK/results and is not
 # run again (delete the file to redo it); build outputs and models stay in $LLAMA_WORK, outside
@@ -43,7 +44,7 @@ mkdir -p "$RESULTS" "$MODELS"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 
-for part in lib setup checks bench pressure longctx; do
+for part in lib setup checks bench pressure longctx rpc; do
     . "$ROOT/scripts/llama/$part.sh"
 done
 

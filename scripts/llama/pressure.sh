@@ -2,9 +2,12 @@
 #   pressure  llama-completion, PRESSURE_MODEL (8b-q8_0) into a 32k context after a prompt of
 #             PRESSURE_PROMPT_REPEAT copies of the prompt, per PRESSURE_CONFIGS at H stepping down
 #             (PRESSURE_HEADROOM, MiB, high to low); then each beside a co-tenant at
-#             PRESSURE_COTENANT_HEADROOM (64; PRESSURE_COTENANT=0: none). PRESSURE_BASE (ggml-legacy) measures S;
+#             PRESSURE_COTENANT_HEADROOM (64; PRESSURE_COTENANT=0: none; the cotenant step alone).
+#             PRESSURE_BASE (ggml-legacy) measures S;
 #             PRESSURE_TOKENS (64), PRESSURE_ARGS; PRESSURE_MODULE_LOADING (LAZY, CUDA's default;
 #             EAGER: every kernel loaded first, so none takes memory mid-run)
+#   cotenant  the co-tenant case alone: COTENANT_WORKLOAD (completion; or longgen), COTENANT_CONFIGS
+#             (PRESSURE_CONFIGS), COTENANT_HEADROOM (PRESSURE_COTENANT_HEADROOM)
 #   growing   llama-batched-bench: prompts of GROWING_PP ("128,512,1024,2048") tokens, GROWING_TG
 #             (16) generated after each, into one context; GROWING_CONFIGS, GROWING_HEADROOM, GROWING_ARGS
 
@@ -109,8 +112,25 @@ step_pressure() {
     pressure_fixed pressure completion
     pressure_sweep pressure completion "$PRESSURE_CONFIGS" "${PRESSURE_HEADROOM:-256 128 64 32 16 8 0}"
     [ "${PRESSURE_COTENANT:-1}" = 1 ] || return 0
-    # the co-tenant: a second model loading and unloading beside each configuration
-    local co_h=${PRESSURE_COTENANT_HEADROOM:-64}
+    step_cotenant
+}
+
+# the co-tenant: a second model loading and unloading beside each configuration, S + H + its own
+# peak MiB left free. COTENANT_WORKLOAD: completion (the pressure step's), or a longctx one
+# (longgen: the K/V conversions growing token by token, so a pool in them asks the driver again
+# and again while the co-tenant takes and gives back memory)
+step_cotenant() {
+    local w=${COTENANT_WORKLOAD:-completion} prefix=cotenant
+    if [ "$w" = completion ]; then
+        [ -s "$WORK/pressure-prompt.txt" ] || die "the co-tenant's completion workload needs the pressure step first"
+        pressure_fixed pressure completion
+    else
+        longctx_prompts
+        export PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER}
+        prefix=cotenant-$w
+        pressure_fixed "longctx-$w" "$w" "longctx-$w-ggml-legacy"
+    fi
+    local co_h=${COTENANT_HEADROOM:-${PRESSURE_COTENANT_HEADROOM:-64}}
     [ -s "$RESULTS/cotenant-free.txt" ] || {
         local flag=$WORK/cotenant-measure
         sample_start "$RESULTS/cotenant-free.smi"
@@ -118,19 +138,20 @@ step_pressure() {
         sleep 8; rm -f "$flag"; wait "$loop"; stop_bg "$SAMPLER"
         echo "peak_mib $(( $(peak_of "$RESULTS/cotenant-free.smi") - IDLE ))" >"$RESULTS/cotenant-free.txt"
     }
-    local co_peak
+    local co_peak c
     co_peak=$(awk '{print $2}' "$RESULTS/cotenant-free.txt")
-    for c in $PRESSURE_CONFIGS; do
-        local tag="cotenant-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$c
+    for c in ${COTENANT_CONFIGS:-$PRESSURE_CONFIGS}; do
+        local tag="$prefix-$(tag_of "$c")-h$co_h" flag=$WORK/cotenant-$(tag_of "$c")
         [ -s "$RESULTS/$tag.log" ] && continue
+        past_deadline "$tag" && return 0
         touch "$flag"; rm -f "$flag.loads"
         hold_start $((FIXED + co_h + co_peak)) "$RESULTS/$tag.hold"
         cotenant_loop "$flag" &
         local loop=$!
-        pressure_run "$tag" "$c" completion
+        pressure_run "$tag" "$c" "$w"
         rm -f "$flag"; wait "$loop"; stop_bg "$HOLDER"
         mv "$flag.loads" "$RESULTS/$tag.loads"
-        say "co-tenant: $c H=$co_h MiB (+$co_peak MiB for the co-tenant): $(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1), co-tenant loads $(grep -c 'exit 0' "$RESULTS/$tag.loads") ok of $(grep -c . "$RESULTS/$tag.loads")"
+        say "co-tenant: $w $c H=$co_h MiB (+$co_peak MiB for the co-tenant): $(grep -ao 'exit [0-9]*' "$RESULTS/$tag.log" | tail -1), co-tenant loads $(grep -c 'exit 0' "$RESULTS/$tag.loads") ok of $(grep -c . "$RESULTS/$tag.loads")"
     done
 }
 

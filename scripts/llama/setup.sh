@@ -1,7 +1,7 @@
 # llama.sh steps: the llama.cpp tree, its build and the models (sourced)
 #   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
-#   build     cmake + ninja: test-backend-ops, llama-bench, llama-completion, llama-quantize,
-#             llama-speculative-simple, llama-batched-bench
+#   build     cmake + ninja (GGML_RPC on): test-backend-ops, llama-bench, llama-completion,
+#             llama-quantize, llama-speculative-simple, llama-batched-bench, ggml-rpc-server
 #   models    random-weight Llama models (scripts/llama-model.py): LLAMA_MODELS, named shape-type
 #             (1b-f16, 1b-q8_0, 8b-q8_0): f16 is written, q8_0 quantized from it
 
@@ -35,12 +35,12 @@ step_build() {
         cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
             -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
             -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
-            -DLLAMA_BUILD_APP=OFF -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
+            -DLLAMA_BUILD_APP=OFF -DGGML_RPC=ON -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
             >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
     fi
     local t0=$SECONDS
     ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
-        llama-batched-bench \
+        llama-batched-bench ggml-rpc-server \
         >"$WORK/build.log" 2>&1 ||
         { tail -30 "$WORK/build.log"; die "build failed"; }
     say "built in $((SECONDS - t0)) s"
