@@ -22,7 +22,8 @@
     X(TRACE, "GGML_CUDA_POOL_TRACE", "module", "a file: every call into the module is traced to it")            \
     X(TIMING, "GGML_CUDA_POOL_TIMING", "module", "1 | 0: the time inside each pool's calls into its stats")     \
     X(STATS, "GGML_CUDA_POOL_STATS", "llama.cpp adapter, PyTorch library",                                      \
-      "1 (stderr) | a file (appended) | 0 or empty (none): a statistics line per pool")                         \
+      "1 (stderr) | a file (appended) | 0 or empty (none): a statistics line per pool "                         \
+      "(the adapter: also on SIGUSR1)")                                                                         \
     X(KV_F16, "GGML_CUDA_POOL_KV_F16", "llama.cpp adapter",                                                     \
       "graph (default) | pool | pool-1x: where the flash-attention K/V f16 conversions live")                   \
     X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter",                                                     \

@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 
 STATS = re.compile(r"ggml-cuda-pool stats: (.*)")
+SNAPSHOT = re.compile(r"ggml-cuda-pool snapshot: (.*)")  # a live process's, on SIGUSR1
 GRAPHS = re.compile(r"ggml-cuda-pool graphs: (.*)")
 GRAPH_COUNTS = ("eager", "captures", "instantiations", "updates", "update_failures", "launches", "abandoned")
 

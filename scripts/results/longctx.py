@@ -106,3 +106,25 @@ def budget(folder, workload):
     head = f"S = {fixed.group(1)} MiB\n\n" if fixed else ""
     return head + markdown.table(["configuration", "lowest H that completes (MiB)", "next lower H tried",
                                            "t/s there", "LRU reclaims", "flushes"], rows)
+
+
+def cotenant(folder, workload):
+    """the workload beside a co-tenant (llama.sh cotenant: a second model loading and unloading,
+    cotenant-WORKLOAD-TAG-hH.*, .loads its runs): how each ended, the co-tenant's loads that
+    completed, t/s, the pools' figures and time in their calls, the text against the unconstrained run's"""
+    rows = []
+    found = folder.match(rf"cotenant-{workload}-(.+)-h(-?\d+)\.log")
+    for name, m in sorted(found, key=lambda nm: run_order(config_of(nm[1].group(1)))):
+        tag, config = name[:-len(".log")], config_of(m.group(1))
+        log, loads = folder.text(name, ""), folder.text(tag + ".loads", "")
+        p, ts = pools(folder, tag), speed(folder, tag)
+        calls = lines.total(lines.pool_lines(folder.text(tag + ".stats")), "call_ms")
+        alone = folder.text(f"longctx-{workload}-{m.group(1)}.txt")
+        same = "same" if folder.text(tag + ".txt", "") == alone else "DIFFERS"
+        rows.append([config, m.group(2), f"exit {logs.exit_status(log)}",
+                     f"{loads.count('exit 0')} of {len(loads.splitlines())}", f"{ts:.1f}" if ts else "?",
+                     f"{p['peak_reserved_mib']:.0f}", f"{p['driver_allocs']:.0f}", f"{p['lru_reclaims']:.0f}",
+                     f"{p['flushes']:.0f}", f"{calls:.1f}", same])
+    return markdown.table(["configuration", "H MiB", "run", "co-tenant loads ok", "t/s", "pools' peak reserved MiB",
+                           "driver allocs", "LRU reclaims", "flushes", "ms in pool calls",
+                           "text (unconstrained run's)"], rows)

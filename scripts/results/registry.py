@@ -4,7 +4,7 @@ tarball, docs/results/h200-COMMIT.tar.xz, is source.session("COMMIT"))."""
 
 import functools
 
-from . import benchmarks, headline, longctx, pressure, rounds, runs, source, speculative, speed, text
+from . import benchmarks, headline, longctx, pressure, rounds, rpc, runs, source, speculative, speed, text
 
 # the rotating speed sessions, pooled; c6a7e02's rounds were split before each test kept its
 # place, which llama.sh's layout of that session's rounds gives back (checked against rotate/)
@@ -46,6 +46,11 @@ def longctx_session():
     return source.session(LONGCTX) if LONGCTX else None
 
 
+# the session of the long generation of 4096 tokens (its budget, the co-tenant beside it) and of
+# the rpc step
+LONGGEN = RPC = "e7ed23e"
+
+
 TABLES = (
     Table("headline", "Every configuration against ggml's pools: tg128 place-adjusted ratio [95% interval] at "
           "depths 0 and 32768, total device memory of a 32k context (longctx short), the least free memory "
@@ -76,34 +81,50 @@ TABLES = (
           "without faults, the pool's first recovery line", tarballs("e17176c") + ": completion-KIND-CASE.log, .txt",
           lambda: runs.faults(source.session("e17176c"))),
     Table("ops", "test-backend-ops -b CUDA0 per session and configuration: tests passed, FAIL lines, exit status",
-          tarballs("5238ef3", "e17176c", "3bfa8b8") + ": ops-*.txt, .log",
-          lambda: runs.ops(source.sessions("5238ef3", "e17176c", "3bfa8b8"))),
+          tarballs("5238ef3", "e17176c", "3bfa8b8", "e7ed23e") + ": ops-*.txt, .log",
+          lambda: runs.ops(source.sessions("5238ef3", "e17176c", "3bfa8b8", "e7ed23e"))),
     Table("greedy", "Greedy generation (llama-completion, 64 tokens): the text's md5 per configuration and session",
-          tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8") + ": completion-CONFIG.txt",
-          lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8"))),
+          tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e") + ": completion-CONFIG.txt",
+          lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e"))),
     Table("longctx-prefill", "One prompt of 32768 tokens into a 32k context in ubatches of 512 (llama-bench, 8b-q8_0, "
           "KV q8_0, FA): t/s, the device's peak above idle, the pools' figures", tarballs(LONGCTX) +
           ": longctx-prefill-TAG.*", lambda: longctx.table(longctx_session(), "prefill")),
     Table("longctx-short", "A prompt of about 500 tokens and 64 generated into a 32k context (llama-completion): "
           "what each placement of the conversions holds when the context is mostly unused", tarballs(LONGCTX) +
           ": longctx-short-TAG.*", lambda: longctx.table(longctx_session(), "short")),
-    Table("longctx-longgen", "A prompt of about 4000 tokens, then 4096 generated greedily (llama-completion): the "
-          "conversions grow token by token", tarballs(LONGCTX) + ": longctx-longgen-TAG.*",
-          lambda: longctx.table(longctx_session(), "longgen")),
+    Table("longctx-longgen", "A prompt of 4052 tokens, then 4096 generated greedily (llama-completion, -c 8448): the "
+          "conversions grow token by token", tarballs(LONGGEN) + ": longctx-longgen-TAG.*",
+          lambda: longctx.table(source.session(LONGGEN), "longgen")),
+    Table("longctx-budget-longgen", "The long generation with S + H MiB left free (bisection over 96..-32, then "
+          "32..0 by 8)", tarballs(LONGGEN) + ": longctx-longgen-TAG-hH.*, longctx-longgen-fixed.txt",
+          lambda: longctx.budget(source.session(LONGGEN), "longgen")),
+    Table("cotenant-longgen", "The long generation beside a co-tenant (1b-q8_0 llama-completion loading, generating "
+          "16 tokens and exiting, over and over) with S + H + the co-tenant's peak MiB left free",
+          tarballs(LONGGEN) + ": cotenant-longgen-TAG-hH.*", lambda: longctx.cotenant(source.session(LONGGEN), "longgen")),
     Table("longctx-budget", "The prefill with S + H MiB left free: each configuration's lowest H that completes "
           "(bisection), the next lower H and how it ended, and the run at the lowest", tarballs(LONGCTX) +
           ": longctx-prefill-TAG-hH.*, longctx-prefill-fixed.txt", lambda: longctx.budget(longctx_session(), "prefill")),
     Table("async-syncs", "The async kind's synchronizes in the pressure step's llama-completion, before and after "
           "reading the stream-ordered pool's usage again before a give-back", tarballs(LONGCTX) +
           ": syncs-*/pressure-async-hH.*", lambda: pressure.syncs(longctx_session())),
+    Table("rpc-texts", "The rpc step's greedy texts (1b-f16, 64 tokens) per configuration on both sides: the single "
+          "process, clients 1 and 2 (client, server 0 and server 1, a third of the layers each), client 5 (server 0 "
+          "alone, half); and how client 4 ended when its second server was killed", tarballs(RPC) +
+          ": completion-rpc-TAG-K.*, completion-TAG.txt", lambda: rpc.texts(source.session(RPC))),
+    Table("rpc-servers", "What each ggml-rpc-server held after each client: its pools' snapshot lines (SIGUSR1) and "
+          "its process's device memory (nvidia-smi)", tarballs(RPC) + ": rpc-TAG-serverN.stats, rpc-TAG.mem",
+          lambda: rpc.servers(source.session(RPC))),
+    Table("rpc-speed", "llama-bench through two servers (1b-f16, -fa 1, KV q8_0): median t/s over 2 rounds x 3 "
+          "repetitions, min-max, ratio of medians to ggml's pools on both sides", tarballs(RPC) +
+          ": rpc-TAG-bench-rR.jsonl", lambda: rpc.speed(source.session(RPC))),
     Table("reclaim", "LRU reclaim against a full flush on the sim driver (tools/reclaim-sim; scripts/figures.sh)",
           "docs/results/sim/reclaim.txt", lambda: text.sim("reclaim")),
     Table("bench-async", "bench-async on an H200: ns per hit pair (HitPair/kind:N, N a GGML_CPOOL_KIND_*: 1 vmm, 2 "
           "legacy, 3 plain, 4 async) and per capture-status query (api 0 the runtime's, 1 the driver's), min-max of "
           "3 runs' medians of real time, before and after the driver's capture query",
           tarballs("c6a7e02") + ": bench-async/*.json", lambda: benchmarks.bench_async(source.session("c6a7e02"))),
-    Table("gpu-test", "scripts/gpu-test.sh's summary at 3bfa8b8 (one H200)", tarballs("3bfa8b8") + ": gpu/summary.txt",
-          lambda: text.gpu_summary(source.session("3bfa8b8"))),
+    Table("gpu-test", "scripts/gpu-test.sh's summary at e7ed23e (one H200; GPU_TEST_BENCH=0)", tarballs("e7ed23e") +
+          ": gpu/summary.txt", lambda: text.gpu_summary(source.session("e7ed23e"))),
     Table("bench-hit", "bench-hit on the sim driver: median CPU ns per alloc + free pair by kind and cached buffers, "
           "ratio to the ggml-style pool", "docs/results/bench-hit-*.json", benchmarks.bench_hit),
     Table("demo", "The demo's pool report on the sim driver (scripts/run.sh's; scripts/figures.sh)",

@@ -10,8 +10,8 @@ from . import logs, markdown, stats
 FAULT_CASES = ("oneshot", "prob", "persistent", "capture")
 # a faults step's run (CASE-COMMIT: an earlier build's, as capture-dd10397)
 FAULT_RUN = rf"completion-(.+?)-((?:{'|'.join(FAULT_CASES)})(?:-[\w-]+)?)\.log"
-# the faults and soak steps' runs, which are no greedy runs
-NOT_GREEDY = rf".+?-(?:{'|'.join(FAULT_CASES + ('soak', 'nofault'))})(?:-[\w-]+)?"
+# the faults and soak steps' runs, and the rpc step's clients, which are no single-process greedy runs
+NOT_GREEDY = rf"rpc-.+|.+?-(?:{'|'.join(FAULT_CASES + ('soak', 'nofault'))})(?:-[\w-]+)?"
 
 
 def md5(text):
