@@ -85,14 +85,19 @@ settings read_settings() {
     }
     c.rotate = rotation(rotate);
     read_kv_f16(&c);
-    const char * stats = env_text(GGML_CPOOL_OPTION_STATS);
-    if (stats != nullptr && *stats != '\0' && strcmp(stats, "0") != 0) {
-        c.stats = strcmp(stats, "1") == 0 ? "-" : stats;
-    }
+    c.stats = stats_target();
     return c;
 }
 
 } // namespace
+
+std::string stats_target() {
+    const char * stats = env_text(GGML_CPOOL_OPTION_STATS);
+    if (stats == nullptr || *stats == '\0' || strcmp(stats, "0") == 0) {
+        return "";
+    }
+    return strcmp(stats, "1") == 0 ? "-" : stats;
+}
 
 const settings & config() {
     static const settings s = read_settings();

@@ -28,6 +28,9 @@ struct settings {
     std::string         stats;             // empty: none; "-": stderr; else a file to append to
 };
 
+// where GGML_CUDA_POOL_STATS sends the lines ("": none, "-": stderr, else a file), from the environment now
+std::string stats_target();
+
 // the settings, read at the first call; a rotation entry that names no configuration, or
 // GGML_CUDA_POOL_ROTATE set together with GGML_CUDA_POOL, ends the process
 const settings & config();

@@ -47,14 +47,14 @@ void ask_snapshot(int /*signal*/) {
     snapshots_asked.fetch_add(1, std::memory_order_relaxed);
 }
 
-void install_snapshot_handler() {
+bool install_snapshot_handler() {
 #if defined(SIGUSR1)
-    if (config().stats.empty()) {
-        return;
+    if (stats_target().empty()) {
+        return false;
     }
     struct sigaction current = {};
     if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
-        return; // the process has its own use for it
+        return false; // the process has its own use for it
     }
     struct sigaction ours = {};
     ours.sa_handler       = ask_snapshot;
@@ -62,17 +62,33 @@ void install_snapshot_handler() {
     sigemptyset(&ours.sa_mask);
     if (sigaction(SIGUSR1, &ours, nullptr) != 0) {
         GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
+        return false;
     }
+    return true;
+#else
+    return false;
 #endif
 }
 
+// in place from the moment ggml-cuda loads, not from the first pool: a server signalled before its
+// first client has no pool yet, and SIGUSR1's default action would end it. Where ggml-cuda is
+// unloaded (a backend loaded with dlopen), the default action comes back with it
+struct snapshot_handler {
+    const bool installed = install_snapshot_handler();
+
+    ~snapshot_handler() {
+#if defined(SIGUSR1)
+        struct sigaction current = {};
+        if (installed && sigaction(SIGUSR1, nullptr, &current) == 0 && current.sa_handler == ask_snapshot) {
+            signal(SIGUSR1, SIG_DFL);
+        }
+#endif
+    }
+} const handler;
+
 } // namespace
 
-snapshot_request::snapshot_request() {
-    static std::once_flag installed;
-    std::call_once(installed, install_snapshot_handler);
-    seen = snapshots_asked.load(std::memory_order_relaxed);
-}
+snapshot_request::snapshot_request() : seen(snapshots_asked.load(std::memory_order_relaxed)) {}
 
 bool snapshot_request::due() {
     const unsigned asked = snapshots_asked.load(std::memory_order_relaxed);

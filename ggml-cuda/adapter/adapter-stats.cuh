@@ -58,7 +58,8 @@ void report(line what, uint64_t session, int device, int slot, const figures & f
 // for a snapshot line, which the pool writes at its next call, on the thread that uses it (a pool
 // is used by one thread at a time, and a signal handler may not write a file). A process that
 // keeps its backends for its whole life, as llama.cpp's rpc-server does across its clients, would
-// otherwise never show its pools. The handler is installed only over SIGUSR1's default action.
+// otherwise never show its pools. The handler is installed when ggml-cuda loads, only where
+// GGML_CUDA_POOL_STATS is set and only over SIGUSR1's default action, with SA_RESTART.
 class snapshot_request {
   public:
     snapshot_request();
