@@ -74,5 +74,19 @@ for c in ggml legacy; do
 done
 [ "$(grep -c 'TEXT DIFFERS' <<<"$out")" -eq 0 ] && [ "$(grep -c 'text identical' <<<"$out")" -eq 6 ] &&
     echo "ok   clients 1, 2 and 5: the single process's text" || { echo "FAIL texts"; failed=1; }
+# a listener already on the second port (a server left over): the step stops instead of using it,
+# and the first server it started does not outlive it
+python3 -c "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', $((port + 1)))); s.listen(); time.sleep(30)" &
+taken=$!
+sleep 0.5
+out2=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build CONFIGS="plain" RPC_PORT=$port GEN_TOKENS=8 \
+    timeout 60 bash "$llama_sh" rpc 2>&1)
+kill $taken
+if grep -q "port $((port + 1)) is in use" <<<"$out2" && ! pgrep -f "ggml-rpc-server -H 127.0.0.1 -p $port" >/dev/null; then
+    echo "ok   a port in use stops the step"
+else
+    echo "FAIL a port in use: $out2"
+    failed=1
+fi
 [ "$failed" -eq 0 ] || echo "$out"
 exit $failed

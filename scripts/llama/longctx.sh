@@ -49,7 +49,7 @@ workload_longgen() {
 
 step_longctx() {
     longctx_prompts
-    export PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER}
+    local PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER} # pressure_run reads it
     for w in ${LONGCTX_WORKLOADS:-short prefill longgen}; do
         local configs=$LONGCTX_CONFIGS
         [ "$w" = short ] && configs=$LONGCTX_SHORT_CONFIGS
@@ -83,7 +83,7 @@ budget_bisect() {
 
 step_longctx_budget() {
     longctx_prompts
-    export PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER}
+    local PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER} # pressure_run reads it
     for w in ${LONGCTX_BUDGET_WORKLOADS:-prefill longgen}; do
         local free="longctx-$w-ggml-legacy"
         [ -s "$RESULTS/$free.log" ] || { past_deadline "$free" && return 0; }

@@ -126,7 +126,7 @@ step_cotenant() {
         pressure_fixed pressure completion
     else
         longctx_prompts
-        export PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER}
+        local PRESSURE_MODULE_LOADING=${PRESSURE_MODULE_LOADING:-EAGER} # pressure_run reads it
         prefix=cotenant-$w
         pressure_fixed "longctx-$w" "$w" "longctx-$w-ggml-legacy"
     fi

@@ -15,23 +15,26 @@
 # Rounds 2..RPC_ROUNDS (2) of the bench run on fresh servers, configurations interleaved.
 
 RPC_PORT=${RPC_PORT:-50052}
+RPC_PID=() # the live servers, by index
 
 # server $2 (0 or 1) with configuration $1, its files $RESULTS/$3-server$2.*; its pid in RPC_PID[$2]
 rpc_server_start() {
-    local config=$1 i=$2 tag=$3 port=$((RPC_PORT + $2))
+    local config=$1 i=$2 tag=$3 port=$((RPC_PORT + $2)) hex
+    hex=$(printf '%04X' "$port")
+    # a server left listening there would serve the clients in place of this one
+    ! rpc_listening "$hex" || die "port $port is in use: another ggml-rpc-server?"
     env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag-server$i.stats" \
         "$BIN/ggml-rpc-server" -H 127.0.0.1 -p "$port" >"$RESULTS/$tag-server$i.log" 2>&1 &
     RPC_PID[$i]=$!
-    # listening: the port in /proc/net/tcp in state 0A (a probe connection would be a client)
-    local hex
-    hex=$(printf '%04X' "$port")
     for _ in $(seq 1 300); do
-        grep -qi ":$hex 00000000:0000 0A" /proc/net/tcp && return 0
         kill -0 "${RPC_PID[$i]}" 2>/dev/null || break
+        rpc_listening "$hex" && return 0
         sleep 0.1
     done
     die "ggml-rpc-server $i ($config) did not start: $(tail -3 "$RESULTS/$tag-server$i.log")"
 }
+# a socket listening on port $1 (hex) in /proc/net/tcp, state 0A (a probe connection would be a client)
+rpc_listening() { grep -qi ":$1 00000000:0000 0A" /proc/net/tcp; }
 rpc_servers_stop() {
     local pid
     for pid in "${RPC_PID[@]}"; do stop_bg "$pid"; done
@@ -49,11 +52,14 @@ rpc_snapshot() {
     done >>"$RESULTS/$tag.mem"
 }
 
+# a client that has not ended by then is stuck on a server: it fails instead of hanging the step
+RPC_CLIENT_TIMEOUT=${RPC_CLIENT_TIMEOUT:-600}
+
 # llama-bench through $2 servers into $RESULTS/$1.jsonl
 rpc_bench() {
     local tag=$1 n=$2 config=$3
     env $(pool_env "$config") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
-        "$BIN/llama-bench" -m "$MODELS/1b-f16.gguf" -ngl 99 -fa 1 -ctk q8_0 -ctv q8_0 -p 512 -n 128 \
+        timeout "$RPC_CLIENT_TIMEOUT" "$BIN/llama-bench" -m "$MODELS/1b-f16.gguf" -ngl 99 -fa 1 -ctk q8_0 -ctv q8_0 -p 512 -n 128 \
         -r "${RPC_BENCH_REPS:-3}" -o jsonl --rpc "$(rpc_endpoints "$n")" -ts 1/1/1 \
         >"$RESULTS/$tag.jsonl" 2>"$RESULTS/$tag.log"
 }
@@ -62,11 +68,12 @@ rpc_bench() {
 rpc_sequence() {
     local c=$1 tokens=${GEN_TOKENS:-64} tag="rpc-$(tag_of "$1")"
     local two="--rpc $(rpc_endpoints 2) -ts 1,1,1" one="--rpc $(rpc_endpoints 1) -ts 1,1"
+    rm -f "$RESULTS/$tag"-server?.* "$RESULTS/$tag.mem" # an interrupted sequence's lines would shift the rows
     rpc_server_start "$c" 0 "$tag"
     rpc_server_start "$c" 1 "$tag"
-    say "rpc: $c: client 1, exit $(GEN_ARGS="$two" generate "$tag-1" "$c" "$tokens")"
+    say "rpc: $c: client 1, exit $(GEN_ARGS="$two" generate "$tag-1" "$c" "$tokens" timeout "$RPC_CLIENT_TIMEOUT")"
     rpc_snapshot "$tag" 1
-    say "rpc: $c: client 2, exit $(GEN_ARGS="$two" generate "$tag-2" "$c" "$tokens")"
+    say "rpc: $c: client 2, exit $(GEN_ARGS="$two" generate "$tag-2" "$c" "$tokens" timeout "$RPC_CLIENT_TIMEOUT")"
     rpc_snapshot "$tag" 2
     rpc_bench "$tag-bench-r1" 2 "$c"
     say "rpc: $c: client 3 (llama-bench), $(grep -c . "$RESULTS/$tag-bench-r1.jsonl") tests"
@@ -74,7 +81,7 @@ rpc_sequence() {
     rpc_killed "$tag-4" "$c" "$two"
     RPC_PID=("${RPC_PID[0]}")
     rpc_snapshot "$tag" 4
-    say "rpc: $c: client 5 (server 0 alone), exit $(GEN_ARGS="$one" generate "$tag-5" "$c" "$tokens")"
+    say "rpc: $c: client 5 (server 0 alone), exit $(GEN_ARGS="$one" generate "$tag-5" "$c" "$tokens" timeout "$RPC_CLIENT_TIMEOUT")"
     rpc_snapshot "$tag" 5
     rpc_servers_stop
     local k
@@ -88,7 +95,7 @@ rpc_sequence() {
 # client 4 ($1): a long generation through both servers; server 1 killed once tokens flow
 rpc_killed() {
     local tag=$1 c=$2 args=$3 out=$RESULTS/completion-$1.txt
-    (GEN_ARGS="$args" generate "$tag" "$c" 4096 >"$RESULTS/$tag.exit") &
+    (GEN_ARGS="$args" generate "$tag" "$c" 4096 timeout "$RPC_CLIENT_TIMEOUT" >"$RESULTS/$tag.exit") &
     local client=$! start
     start=$(printf '%s' "$PROMPT" | wc -c)
     for _ in $(seq 1 600); do
@@ -104,6 +111,7 @@ rpc_killed() {
 
 step_rpc() {
     [ -x "$BIN/ggml-rpc-server" ] || die "no ggml-rpc-server: the build step makes it with GGML_RPC=ON"
+    trap rpc_servers_stop EXIT # no server outlives the step, whichever way it ends
     local configs=${RPC_CONFIGS:-$CONFIGS} c
     for c in $configs; do
         [ -s "$RESULTS/completion-$c.txt" ] || generate "$c" "$c" "${GEN_TOKENS:-64}" >/dev/null
