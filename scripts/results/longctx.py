@@ -120,7 +120,7 @@ def cotenant(folder, workload):
         p, ts = pools(folder, tag), speed(folder, tag)
         calls = lines.total(lines.pool_lines(folder.text(tag + ".stats")), "call_ms")
         alone = folder.text(f"longctx-{workload}-{m.group(1)}.txt")
-        same = "same" if folder.text(tag + ".txt", "") == alone else "DIFFERS"
+        same = "" if alone is None else "same" if folder.text(tag + ".txt", "") == alone else "DIFFERS"
         rows.append([config, m.group(2), f"exit {logs.exit_status(log)}",
                      f"{loads.count('exit 0')} of {len(loads.splitlines())}", f"{ts:.1f}" if ts else "?",
                      f"{p['peak_reserved_mib']:.0f}", f"{p['driver_allocs']:.0f}", f"{p['lru_reclaims']:.0f}",

@@ -29,7 +29,8 @@ def texts(folder):
         log = folder.text(f"completion-rpc-{c}-4.log", "")
         end = folder.text(f"rpc-{c}-4.exit", "").strip()
         said = re.search(r"ggml-rpc\.cpp:\d+: (.+)", log)
-        message = f"`{said.group(1).strip()}`" if said else "no message (killed by SIGPIPE, writing to the socket)"
+        message = (f"`{said.group(1).strip()}`" if said else
+                   "no message (killed by SIGPIPE, writing to the socket)" if end == "141" else "no message")
         rows.append([c, f"`{md5(single)}`"] + [f"`{md5(t)}`" for t in got] + [f"exit {end}: {message}"])
     return markdown.table(["configuration", "single process", "client 1 (3 devices)", "client 2 (3 devices)",
                            "client 5 (2 devices)", "client 4, its second server killed"], rows)
@@ -62,7 +63,9 @@ def snapshots(text):
 
 
 def snapshot_groups(text):
-    """the snapshot lines grouped by SIGUSR1: a pool's second line starts the next group"""
+    """the snapshot lines grouped by SIGUSR1: a pool's second line starts the next group. Each
+    pool writes its line at its next call, so this holds where every pool of the server is called
+    by every client (the step's servers: one pool each, slot 0)"""
     groups, seen = [], set()
     for line in text.splitlines():
         kv = lines.fields(line, lines.SNAPSHOT)
@@ -92,7 +95,12 @@ def speed(folder):
     for c in configs(folder):
         cells = [c]
         for t in tests:
-            mine, base = statistics.median(samples[(c, t)]), statistics.median(samples[("ggml", t)])
-            cells += [f"{mine:.0f} ({min(samples[(c, t)]):.0f}-{max(samples[(c, t)]):.0f})", f"{mine / base:.3f}"]
+            got, base = samples.get((c, t)), samples.get(("ggml", t))
+            if not got:
+                cells += ["", ""]
+                continue
+            mine = statistics.median(got)
+            ratio = f"{mine / statistics.median(base):.3f}" if base else ""
+            cells += [f"{mine:.0f} ({min(got):.0f}-{max(got):.0f})", ratio]
         rows.append(cells)
     return markdown.table(["configuration"] + [h for t in tests for h in (f"{t} t/s (min-max)", "to ggml")], rows)
