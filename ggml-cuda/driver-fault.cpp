@@ -3,6 +3,8 @@
 #include "log.h"
 #include "reclaimable.h"
 
+#include <sys/stat.h>
+
 namespace gcp {
 
 void fault_driver::arm(const fault_spec & spec) {
@@ -16,6 +18,12 @@ void fault_driver::arm(const fault_spec & spec) {
     oneshot_done_ = false;
 }
 
+// asked only where a fault could fire: a stat() per driver call, and the pools call the driver on a miss alone
+bool fault_driver::window_open() const {
+    struct stat st;
+    return spec_.window.empty() || stat(spec_.window.c_str(), &st) == 0;
+}
+
 uint64_t fault_driver::fired() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return fired_;
@@ -26,11 +34,21 @@ status fault_driver::intercept(call c, int device, size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t              nth     = ++seen_[size_t(c)];
     const uint64_t              nth_any = ++seen_any_;
-    if (spec_.empty() || fired_ >= spec_.limit) {
+    if (spec_.empty() || fired_ >= spec_.limit || !window_open()) {
         return OK;
     }
     const status     fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
     const pool_label name(platform(), device);
+
+    if (!spec_.chooses()) { // while= alone: every call that takes device memory, while the window is open
+        if (call_takes(c) != takes::MEMORY) {
+            return OK;
+        }
+        fired_++;
+        GCP_LOG_INFO("%s: injected fault: %s call %llu fails (%s exists)", name.c_str(), call_name(ggml_cpool_call(c)),
+                     (unsigned long long) nth, spec_.window.c_str());
+        return fail;
+    }
 
     if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at &&
         (spec_.oneshot_any || reclaimable_scope::bytes() > 0)) {

@@ -25,6 +25,8 @@ class fault_driver final : public driver {
     status intercept(call c, int device, size_t size) override;
 
   private:
+    bool window_open() const; // while= names no file, or its file exists
+
     mutable std::mutex mutex_;
     fault_spec         spec_;
     std::mt19937_64    rng_;

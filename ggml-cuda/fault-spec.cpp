@@ -98,6 +98,10 @@ bool parse_term(const std::string & key, const std::string & value, fault_spec *
     if (key == "limit") {
         return parse_u64(value, &spec->limit);
     }
+    if (key == "while") {
+        spec->window = value;
+        return !value.empty();
+    }
     return false;
 }
 

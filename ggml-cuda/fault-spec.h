@@ -12,12 +12,17 @@
 //   on=<call>             ... of this kind only (default: any)
 //   seed=<n>              ... drawn from this seed (default 1)
 //   limit=<n>             at most n faults fire in all
+//   while=<path>          a window opened and closed from outside: the terms above fire only
+//                         while the file <path> exists; alone, every call that takes device
+//                         memory fails while it exists (a server's fault window, opened by
+//                         creating the file and closed by removing it)
 // <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool-testing.h) or any; numbers are plain
 // decimals (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K,
 // M, G; KB, MB, GB as powers of 2).
 
 #include "driver.h"
 
+#include <string>
 #include <vector>
 
 namespace gcp {
@@ -39,8 +44,11 @@ struct fault_spec {
     int              prob_kind = ANY_CALL;
     uint64_t         seed      = 1;
     uint64_t         limit     = UINT64_MAX;
+    std::string      window; // while=: the file whose existence opens the window
 
-    bool empty() const { return !oneshot && nths.empty() && prob <= 0.0; }
+    // the terms that choose calls (while= only gates them)
+    bool chooses() const { return oneshot || !nths.empty() || prob > 0.0; }
+    bool empty() const { return !chooses() && window.empty(); }
 };
 
 // an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line

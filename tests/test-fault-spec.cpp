@@ -10,7 +10,8 @@ namespace {
 TEST(FaultSpec, WellFormedSpecsAreAccepted) {
     sim_device device(sim_params(64 * MiB));
     for (const char * spec : { "", "oneshot=2.36MiB", "oneshot=4096", "oneshot=1G", "fail=malloc:3", "fail=any:10+",
-                               "fail=map:1;fail=free:2", "prob=0.05;seed=42;on=create;limit=3", "prob=1", ";;" }) {
+                               "fail=map:1;fail=free:2", "prob=0.05;seed=42;on=create;limit=3", "prob=1", ";;",
+                               "while=/tmp/window", "while=/tmp/window;fail=malloc:1+;limit=4" }) {
         log_capture         log;
         ggml_cpool_driver_t f = fault_over(device.drv, spec);
         EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 0u) << spec;
@@ -26,7 +27,7 @@ TEST(FaultSpec, MalformedSpecsAreRejectedWithOneLineAndNoFaults) {
            "prob=2", "prob=abc", "on=flush", "seed=-3", "limit=", "bogus=1", "fail=malloc:3;oops",
            // numbers are plain decimals: no sign, no space, nothing strtod reads besides
            "limit= -1", "fail=malloc: -1", "seed= -5", "limit=+3", "prob= 0.5", "prob=-0", "oneshot= 1MiB",
-           "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan" }) {
+           "oneshot=-0", "oneshot=0x10", "oneshot=1e3", "prob=nan", "while=" }) {
         log_capture         log;
         ggml_cpool_driver_t f = nullptr;
         EXPECT_EQ(ggml_cpool_driver_fault_create(inner, spec, &f), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << spec;

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <unistd.h>
 #include <tuple>
 #include <vector>
 
@@ -140,6 +142,47 @@ TEST_P(Faults, APersistentRefusalReturnsOutOfMemoryPromptly) {
     EXPECT_LT(std::chrono::steady_clock::now() - t0, PROMPTLY);
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 5u) << "the call, the retry after a synchronize, three retries";
     EXPECT_EQ(log.lines(GGML_CPOOL_LOG_WARN).size(), 1u) << "one line for the failed allocation";
+    expect_consistent(pool_);
+}
+
+// a fault window (while=<file>), as a server sees it: a graph's allocation fails while the window is
+// open, the graph gives back what it held (its compute unwinds), and once the window closes the
+// same graph is served again, by the memory the pool kept and the driver
+TEST_P(Faults, AFaultWindowFailsTheGraphInsideItAndThePoolServesItAgainAfter) {
+    const std::string window = testing::TempDir() + "gcp-fault-window-" + std::to_string(getpid());
+    std::remove(window.c_str());
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, ("while=" + window).c_str()), GGML_CPOOL_STATUS_OK);
+    const size_t graph[]   = { 1 * MiB, 3 * MiB, 40 * MiB }; // the last one needs memory the pool has not held
+    auto         run_graph = [&](bool window_opens) {
+        std::vector<buf> held;
+        for (size_t size : graph) {
+            if (window_opens && size == graph[2]) {
+                std::FILE * f = std::fopen(window.c_str(), "w"); // opened mid-graph
+                ASSERT_NE(f, nullptr);
+                std::fclose(f);
+                void * p      = nullptr;
+                size_t actual = 0;
+                EXPECT_EQ(ggml_cpool_alloc(pool_, size, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+                break;
+            }
+            held.push_back(alloc(pool_, size));
+        }
+        for (const buf & b : held) { // the compute unwinds, or completes
+            release(pool_, b);
+        }
+    };
+    run_graph(true);
+    EXPECT_GE(ggml_cpool_driver_faults_fired(fault_), 1u);
+    EXPECT_EQ(stats_of(pool_).oom_returned, 1u);
+    EXPECT_EQ(stats_of(pool_).live_bytes, 0u) << "the failed graph's buffers came back";
+    expect_consistent(pool_);
+    const uint64_t fired = ggml_cpool_driver_faults_fired(fault_);
+    std::remove(window.c_str()); // the window closes
+    run_graph(false);
+    run_graph(false);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), fired) << "nothing fires once the window is closed";
+    EXPECT_EQ(stats_of(pool_).oom_returned, 1u);
+    EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
     expect_consistent(pool_);
 }
 
