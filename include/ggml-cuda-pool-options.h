@@ -26,6 +26,9 @@
       "(the adapter: also on SIGUSR1)")                                                                         \
     X(KV_F16, "GGML_CUDA_POOL_KV_F16", "llama.cpp adapter",                                                     \
       "graph (default) | pool | pool-1x: where the flash-attention K/V f16 conversions live")                   \
+    X(ON_OOM, "GGML_CUDA_POOL_ON_OOM", "llama.cpp adapter",                                                     \
+      "error (default) | abort: what an allocation the module's pools cannot serve inside a compute does: "     \
+      "the compute returns GGML_STATUS_ALLOC_FAILED (llama.cpp drops the batch), or the process ends")          \
     X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter",                                                     \
       "configurations, comma-separated (ggml, ggml-legacy, pool kinds), taken in turn by the backend contexts " \
       "instead of GGML_CUDA_POOL")                                                                              \

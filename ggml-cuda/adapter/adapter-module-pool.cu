@@ -116,7 +116,9 @@ struct module_pool final : ggml_cuda_pool {
             st = request(size, growing, limit, &ptr, actual_size); // outside the capture: with recovery
         }
         if (st != GGML_CPOOL_STATUS_OK) {
-            fail(device, "alloc", st);
+            char what[64];
+            snprintf(what, sizeof(what), "alloc of %.2f MiB", size / MiB);
+            fail(device, what, st); // inside a compute: unwinds, and the holders give back what the graph held
         }
         return ptr;
     }

@@ -24,7 +24,12 @@ struct ggml_cuda_cpool_session {
 
 namespace cpool_adapter {
 
-// the module has exhausted its recovery: fail as ggml's own pools do, with the module's reason
+// the session of a backend context, opened by whichever comes first: a pool, a graph or a compute
+ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx);
+
+// the module has exhausted its recovery, with the module's reason: inside a compute that may fail
+// (adapter-compute.cu) an out-of-memory fails the compute; anything else ends the process, as
+// ggml's own pools do
 [[noreturn]] void fail(int device, const char * what, ggml_cpool_status st);
 
 } // namespace cpool_adapter

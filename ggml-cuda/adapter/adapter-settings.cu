@@ -68,6 +68,18 @@ void read_kv_f16(settings * c) {
     }
 }
 
+// GGML_CUDA_POOL_ON_OOM: error (the default) or abort
+void read_on_oom(settings * c) {
+    const char * v = env_text(GGML_CPOOL_OPTION_ON_OOM);
+    if (v == nullptr || strcmp(v, "error") == 0) {
+        return;
+    }
+    if (strcmp(v, "abort") != 0) {
+        GGML_ABORT("ggml-cuda-pool: %s=%s is neither error nor abort", env_name(GGML_CPOOL_OPTION_ON_OOM), v);
+    }
+    c->oom_fails_compute = false;
+}
+
 settings read_settings() {
     settings     c;
     const char * pool = env_text(GGML_CPOOL_OPTION_POOL);
@@ -85,6 +97,7 @@ settings read_settings() {
     }
     c.rotate = rotation(rotate);
     read_kv_f16(&c);
+    read_on_oom(&c);
     c.stats = stats_target();
     return c;
 }
@@ -105,3 +118,7 @@ const settings & config() {
 }
 
 } // namespace cpool_adapter
+
+void ggml_cuda_cpool_check_settings() {
+    (void) cpool_adapter::config();
+}

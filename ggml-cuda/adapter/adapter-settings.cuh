@@ -26,6 +26,8 @@ struct settings {
     bool                kv_in_pool = false;
     bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
     std::string         stats;             // empty: none; "-": stderr; else a file to append to
+    // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process
+    bool                oom_fails_compute = true;
 };
 
 // where GGML_CUDA_POOL_STATS sends the lines ("": none, "-": stderr, else a file), from the environment now

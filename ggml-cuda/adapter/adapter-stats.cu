@@ -16,8 +16,6 @@ namespace cpool_adapter {
 
 namespace {
 
-constexpr double MiB = 1024.0 * 1024.0;
-
 // one statistics line, where GGML_CUDA_POOL_STATS asks for them
 void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
 void report_line(const char * fmt, ...) {
@@ -115,14 +113,15 @@ void report(line what, uint64_t session, int device, int slot, const figures & f
 
 void report_graphs(uint64_t session, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {
     report_line("ggml-cuda-pool graphs: session=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
-                "update_failures=%llu launches=%llu abandoned=%llu config=%s\n",
+                "update_failures=%llu launches=%llu abandoned=%llu failed=%llu config=%s\n",
                 (unsigned long long) session, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
                 (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED], config_name);
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED],
+                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_FAILED], config_name);
 }
 
 } // namespace cpool_adapter

@@ -12,6 +12,8 @@
 
 namespace cpool_adapter {
 
+constexpr double MiB = 1024.0 * 1024.0;
+
 // what the stats line says of a pool, from the module's statistics or from watching ggml's own
 struct figures {
     const char * kind   = "";

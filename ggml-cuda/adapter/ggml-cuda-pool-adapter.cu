@@ -64,19 +64,13 @@ std::shared_ptr<ggml_cuda_cpool_session> open_session() {
     return session;
 }
 
-// the session a backend context's pools share, opened by whichever comes first: a pool or a graph
+} // namespace
+
 ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx) {
     if (!ctx.cpool_session) {
         ctx.cpool_session = open_session();
     }
     return *ctx.cpool_session;
-}
-
-} // namespace
-
-void fail(int device, const char * what, ggml_cpool_status st) {
-    GGML_ABORT("ggml-cuda-pool: %s on device %d failed (%s): %s", what, device, ggml_cpool_status_str(st),
-               ggml_cpool_last_error());
 }
 
 } // namespace cpool_adapter

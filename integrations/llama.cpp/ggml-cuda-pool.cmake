@@ -6,6 +6,7 @@ include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/ggml-cuda-pool-sources.cmake)
 # the adapter: ggml's pool interface over the module (scripts/llama-check.sh compiles each of these
 # and fails on an adapter source missing here)
 set(GCP_ADAPTER_SOURCES
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-compute.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-module-pool.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-settings.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-stats.cu
