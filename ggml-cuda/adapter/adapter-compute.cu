@@ -78,8 +78,8 @@ void fail(int device, const char * what, ggml_cpool_status st) {
 
 ggml_cuda_cpool_compute_scope::ggml_cuda_cpool_compute_scope(ggml_backend_cuda_context & ctx) :
     saved(cpool_adapter::compute_may_fail) {
-    cpool_adapter::compute_may_fail =
-        cpool_adapter::session_of(ctx).pools == cpool_adapter::owner::module && cpool_adapter::config().oom_fails_compute;
+    cpool_adapter::compute_may_fail = cpool_adapter::session_of(ctx).pools == cpool_adapter::owner::module &&
+                                      cpool_adapter::config().oom_fails_compute;
 }
 
 ggml_cuda_cpool_compute_scope::~ggml_cuda_cpool_compute_scope() {
