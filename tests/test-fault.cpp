@@ -160,9 +160,14 @@ TEST_P(Faults, AFaultWindowFailsTheGraphInsideItAndThePoolServesItAgainAfter) {
                 std::FILE * f = std::fopen(window.c_str(), "w"); // opened mid-graph
                 ASSERT_NE(f, nullptr);
                 std::fclose(f);
-                void * p      = nullptr;
-                size_t actual = 0;
+                void *      p      = nullptr;
+                size_t      actual = 0;
+                log_capture log;
                 EXPECT_EQ(ggml_cpool_alloc(pool_, size, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
+                // what the llama.cpp adapter says in its one line: the pool's, naming the request and what was tried
+                ASSERT_EQ(log.lines(GGML_CPOOL_LOG_WARN).size(), 1u);
+                EXPECT_EQ(std::string(ggml_cpool_last_error()), log.lines(GGML_CPOOL_LOG_WARN).back());
+                EXPECT_NE(std::string(ggml_cpool_last_error()).find("MiB failed: "), std::string::npos);
                 break;
             }
             held.push_back(alloc(pool_, size));
