@@ -6,13 +6,15 @@
 # own pools or a module kind at run time). The steps, each in the file named:
 #
 #   prepare build models                 llama/setup.sh     the tree, the build, the models
-#   ops complete faults soak memcheck    llama/checks.sh    test-backend-ops, greedy text, faults
+#   ops complete faults soak memcheck memcheck_oom
+#                                        llama/checks.sh    test-backend-ops, greedy text, faults
 #   bench memory speculative trace summary  llama/bench.sh  speed, total memory, the tables
 #   pressure cotenant growing            llama/pressure.sh  runs with S + H MiB left free
 #   longctx longctx_budget               llama/longctx.sh   the K/V conversions over long contexts
 #   rpc                                  llama/rpc.sh       the RPC backend: servers, clients, a killed server
+#   serve                                llama/serve.sh     llama-server under load, a memory spike, a fault window
 #
-#   scripts/llama.sh [step ...]     (default: every step but cotenant, longctx and rpc, in that order)
+#   scripts/llama.sh [step ...]     (default: every step but cotenant, longctx, rpc and serve, in that order)
 #
 # Every step is resumable: what finished leaves its result under $LLAMA_WORK/results and is not
 # run again (delete the file to redo it); build outputs and models stay in $LLAMA_WORK, outside
@@ -44,7 +46,7 @@ mkdir -p "$RESULTS" "$MODELS"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 
-for part in lib setup checks bench pressure longctx rpc; do
+for part in lib setup checks bench pressure longctx rpc serve; do
     . "$ROOT/scripts/llama/$part.sh"
 done
 

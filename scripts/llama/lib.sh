@@ -31,7 +31,7 @@ capture_fault() { [ "$1" = async ] && echo capture; }
 gpu_mib() { nvidia-smi -i "$GPU" --query-gpu="memory.$1" --format=csv,noheader,nounits | head -1; }
 # memory.used every 50 ms into $1, until stop_bg "$SAMPLER"; its peak: peak_of $1
 sample_start() {
-    nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$1" &
+    nvidia-smi -i "$GPU" --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$1" 2>/dev/null &
     SAMPLER=$!
 }
 peak_of() { sort -n "$1" | tail -1; }

@@ -1,7 +1,9 @@
 # llama.sh steps: the llama.cpp tree, its build and the models (sourced)
-#   prepare   unpack the snapshot and apply integrations/llama.cpp/ggml-cuda-pool.patch
+#   prepare   unpack the snapshot, apply integrations/llama.cpp/ggml-cuda-pool.patch and put in
+#             llama-server's stand-ins (SERVER_STANDINS: ../shared/llama.cpp/server-standins)
 #   build     cmake + ninja (GGML_RPC on): test-backend-ops, llama-bench, llama-completion,
-#             llama-quantize, llama-speculative-simple, llama-batched-bench, ggml-rpc-server
+#             llama-quantize, llama-speculative-simple, llama-batched-bench, ggml-rpc-server,
+#             llama-server
 #   models    random-weight Llama models (scripts/llama-model.py): LLAMA_MODELS, named shape-type
 #             (1b-f16, 1b-q8_0, 8b-q8_0): f16 is written, q8_0 quantized from it
 
@@ -25,22 +27,31 @@ step_prepare() {
         patch -d "$SRC" -p1 -s -f <"$PATCH" || die "the patch does not apply to $SRC"
         say "patch applied"
     fi
+    # llama-server needs the web UI and an audio decoder, which the trimmed snapshot leaves out
+    local standins=${SERVER_STANDINS:-$ROOT/../shared/llama.cpp/server-standins}
+    [ -f "$SRC/tools/ui/CMakeLists.txt" ] && [ -f "$SRC/vendor/miniaudio/miniaudio.h" ] && return 0
+    if [ -f "$standins/install.sh" ]; then
+        bash "$standins/install.sh" "$SRC" >/dev/null || die "installing llama-server's stand-ins failed"
+    else
+        say "warning: no llama-server stand-ins ($standins): the build leaves llama-server out"
+    fi
 }
 
 step_build() {
     [ -d "$SRC" ] || die "no source tree: run the prepare step"
-    local arch
+    local arch server=OFF server_target=
+    [ -f "$SRC/tools/ui/CMakeLists.txt" ] && server=ON server_target=llama-server
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
     if [ ! -f "$BUILD/build.ninja" ]; then
         cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
             -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
-            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF \
+            -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=$server -DMTMD_VIDEO=OFF \
             -DLLAMA_BUILD_APP=OFF -DGGML_RPC=ON -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
             >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
     fi
     local t0=$SECONDS
     ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
-        llama-batched-bench ggml-rpc-server \
+        llama-batched-bench ggml-rpc-server $server_target \
         >"$WORK/build.log" 2>&1 ||
         { tail -30 "$WORK/build.log"; die "build failed"; }
     say "built in $((SECONDS - t0)) s"

@@ -1,7 +1,7 @@
 """The tables of one results folder (scripts/llama.sh summary): every table family that finds
 its files there, each under a heading."""
 
-from . import pressure, rounds, runs, speculative, speed
+from . import pressure, rounds, runs, serve, speculative, speed
 
 
 def sections(folder):
@@ -25,6 +25,11 @@ def sections(folder):
         ("speculative decoding", has("spec-", ".log"), lambda: speculative.table(folder)),
         ("under memory pressure, prompts of growing length", has("growing-", ".log"),
          lambda: pressure.table([folder])),
+        ("llama-server, unconstrained", has("serve-", "-free.jsonl"), lambda: serve.free(folder)),
+        ("llama-server, a co-tenant over the during phase", has("serve-", "-spike.jsonl"),
+         lambda: serve.trouble(folder, "spike")),
+        ("llama-server, a fault window over the during phase", has("serve-", "-window.jsonl"),
+         lambda: serve.trouble(folder, "window")),
     ]
     return [(heading, render()) for heading, present, render in found if present]
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# scripts/llama.sh serve with stand-ins for llama-server (an HTTP server that answers /completion;
+# under ggml's pools it dies while the co-tenant holds memory, as ggml aborts on a refusal; under
+# a module kind it answers "Compute error." while the fault window's file exists, as llama-server
+# answers a failed batch) and hold-memory: every case runs, ggml's server is lost to the spike with
+# every request after it, the module's server answers the window's requests with the error and
+# completes every request after it, and the summary prints the three tables.
+#   check-llama-serve.sh PATH/TO/llama.sh
+set -u
+llama_sh=$1
+results_py=$(dirname "$llama_sh")/results.py
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+mkdir -p "$work/build/bin" "$work/models"
+: >"$work/models/8b-q8_0.gguf"
+port=$((20000 + $$ % 20000))
+cat >"$work/build/bin/llama-server" <<'STUB'
+#!/usr/bin/env python3
+import http.server, json, os, signal, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+pools = os.environ.get("GGML_CUDA_POOL", "")
+window = os.environ.get("GGML_CUDA_POOL_FAULT", "").partition("while=")[2]
+held = os.path.join(os.environ["LLAMA_WORK"], "held")
+def stop(*_):
+    with open(os.environ["GGML_CUDA_POOL_STATS"], "a") as f:
+        f.write(f"ggml-cuda-pool stats: session=1 device=0 slot=0 pool={pools} allocs=1000 hits=990 driver_allocs=10 "
+                "peak_live_mib=40.00 peak_reserved_mib=48.00 oom=0 call_ms=0.150\n")
+    os._exit(0)
+signal.signal(signal.SIGTERM, stop)
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def answer(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self.answer(200, {"status": "ok"})
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if pools.startswith("ggml") and os.path.exists(held):
+            os._exit(134)  # ggml's pool aborts on the refusal
+        if window and os.path.exists(window):
+            return self.answer(500, {"error": {"code": 500, "message": "Compute error.", "type": "server_error"}})
+        self.answer(200, {"timings": {"prompt_n": len(req["prompt"].split()), "predicted_n": req["n_predict"]}})
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+STUB
+cat >"$work/hold-memory" <<'STUB'
+#!/usr/bin/env bash
+trap 'rm -f "$LLAMA_WORK/held"; exit 0' TERM
+: >"$LLAMA_WORK/held"
+echo "hold-memory: holding all but $1 MiB"
+while sleep 0.05; do :; done
+STUB
+chmod +x "$work/build/bin/llama-server" "$work/hold-memory"
+out=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build SERVE_CONFIGS="ggml legacy" SERVE_PORT=$port SERVE_PER_PHASE=3 \
+    SERVE_PARALLEL=2 timeout 300 bash "$llama_sh" serve 2>&1)
+failed=0
+expect() {
+    if grep -qE "$1" <<<"$out"; then
+        echo "ok   $2"
+    else
+        echo "FAIL $2: expected $1"
+        failed=1
+    fi
+}
+done_all='"before": \{"completed": 3, "error": 0, "lost": 0, "predicted": [0-9]+\}, "during": \{"completed": 3, "error": 0, "lost": 0, "predicted": [0-9]+\}, "after": \{"completed": 3'
+expect "serve: ggml free: .*$done_all" "ggml unconstrained: every request completed"
+expect "serve: legacy free: .*$done_all" "legacy unconstrained: every request completed"
+expect 'serve: ggml spike: .*"during": \{"completed": 0, "error": 0, "lost": 3.*"after": \{"completed": 0, "error": 0, "lost": 3.*"alive_after": false' \
+    "ggml under the spike: the server is lost with every later request"
+expect "serve: legacy spike: .*$done_all.*\"alive_after\": true" "legacy under the spike: served throughout"
+expect 'serve: legacy window: .*"during": \{"completed": 0, "error": 3, "lost": 0.*"after": \{"completed": 3, "error": 0, "lost": 0.*"alive_after": true.*Compute error' \
+    "legacy under the fault window: its requests fail with the error, the server lives, every later request completes"
+grep -q "serve: ggml window" <<<"$out" && { echo "FAIL ggml ran the window case"; failed=1; } ||
+    echo "ok   no window case under ggml's pools (the fault driver is the module's)"
+[ ! -e "$work/results/serve-legacy-window.window" ] && [ ! -e "$work/held" ] &&
+    echo "ok   the window and the co-tenant end with their phase" || { echo "FAIL the window or the co-tenant outlived its phase"; failed=1; }
+tables=$(python3 "$results_py" summary "$work/results" 2>&1)
+for want in "llama-server, unconstrained" "\| legacy \| 9 of 9 \| .* \| 48 \| 40 \| 10 \| 150 \|" \
+    "\| ggml \| 3 of 3 \| 0 / 0 / 3 \| \*\*dead\*\* \| 0 of 3 \| " "\| legacy \| 3 of 3 \| 0 / 3 / 0 \| alive \| 3 of 3 \|.*Compute error"; do
+    grep -qE "$want" <<<"$tables" && echo "ok   summary: $want" || { echo "FAIL summary: $want"; failed=1; }
+done
+# a rerun skips what finished
+again=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build SERVE_CONFIGS="ggml legacy" SERVE_PORT=$port timeout 60 bash "$llama_sh" serve 2>&1)
+grep -q "serve: " <<<"$again" && { echo "FAIL a rerun ran again: $again"; failed=1; } || echo "ok   a rerun skips finished runs"
+[ "$failed" -eq 0 ] || { echo "$out"; echo "$tables"; }
+exit $failed
