@@ -3,11 +3,13 @@
 #             configurations side by side over the GPUs, default all; OPS_TIMEOUT seconds, 0: none)
 #   complete  llama-completion, greedy, GEN_TOKENS (64) tokens: the same text for every configuration
 #   faults    per module kind: a one-shot fault and a prob= fault (the same text as without), a
-#             persistent one (the adapter's out-of-memory message), and for async one inside a
+#             persistent one (the pool's line, llama.cpp's decode failure, exit 1), and for async one inside a
 #             graph capture (the capture ends there, the rest runs eagerly, the same text)
 #   soak      per module kind: SOAK_TOKENS (512) generated under random faults
 #   memcheck  MEMCHECK_KINDS under compute-sanitizer memcheck with a fault spec (MEMCHECK_FAULT;
 #             default 5% of the kind's allocating calls), MEMCHECK_TIMEOUT seconds a run
+#   memcheck_oom  MEMCHECK_OOM_KINDS (legacy async) under memcheck, graphs off and on, while
+#             computes fail: allocations refused from the second on, MEMCHECK_OOM_REFUSALS (10) in all
 
 # test-backend-ops per configuration, OPS_AT_ONCE side by side over the GPUs. Its CPU reference
 # backend runs 4 threads a worker, so the workers are sized to the cores: more would spin idle.
@@ -74,11 +76,14 @@ fault_run() {
         # ends the capture there, runs what it holds, and the rest of the graph runs eagerly
         capture) spec="fail=malloc:1" ;;
         prob) spec="prob=${FAULT_PROB:-0.2};on=$(alloc_call "$k");seed=7;limit=3" ;;
-        # every allocation refused: the retries cannot help, the adapter's message ends it
+        # every allocation refused: the retries cannot help, the compute fails with the pool's
+        # line and llama-completion ends with its decode failure
         persistent) spec="fail=$(alloc_call "$k"):1+" ;;
     esac
-    say "faults: $k with $spec, exit $(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" \
-        GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)"
+    local rc
+    rc=$(GEN_ARGS="-lv 5" generate "$k-$f" "$k" "$tokens" GGML_CUDA_POOL_FAULT="$spec" GGML_CUDA_POOL_LOG=debug)
+    echo "exit $rc" >>"$RESULTS/completion-$k-$f.log" # 1: llama.cpp's decode failed; 134: an abort
+    say "faults: $k with $spec, exit $rc"
     grep -hE 'injected|reclaim|retry|retrying|freeing all|ggml-cuda-pool: alloc' "$RESULTS/completion-$k-$f.log" |
         head -6
 }
@@ -111,16 +116,47 @@ step_soak() {
     done
 }
 
+# llama-completion under compute-sanitizer memcheck: $RESULTS/$1.*, kind $2, fault spec $3, then
+# further environment
+memcheck_run() {
+    local tag=$1 k=$2 spec=$3
+    shift 3
+    env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_FAULT="$spec" "$@" \
+        timeout "${MEMCHECK_TIMEOUT:-0}" compute-sanitizer --tool memcheck \
+        --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
+        --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
+        >"$RESULTS/$tag.txt" 2>"$RESULTS/$tag.log"
+    echo "exit $?" >>"$RESULTS/$tag.log"
+}
+
 step_memcheck() {
     for k in ${MEMCHECK_KINDS:-$(module_kinds)}; do
         [ -s "$RESULTS/memcheck-$k.log" ] && continue
         say "memcheck: $k"
-        env $(pool_env "$k") CUDA_VISIBLE_DEVICES=$GPU \
-            GGML_CUDA_POOL_FAULT="${MEMCHECK_FAULT:-prob=0.05;on=$(alloc_call "$k");seed=11}" \
-            timeout "${MEMCHECK_TIMEOUT:-0}" compute-sanitizer --tool memcheck \
-            --leak-check full "$BIN/llama-completion" -m "$MODELS/1b-f16.gguf" -p "$PROMPT" -n 16 --temp 0 \
-            --seed 1 --ignore-eos -no-cnv -ngl 99 -fa on -ctk q8_0 -ctv q8_0 -c 1024 \
-            >"$RESULTS/memcheck-$k.txt" 2>"$RESULTS/memcheck-$k.log"
+        memcheck_run "memcheck-$k" "$k" "${MEMCHECK_FAULT:-prob=0.05;on=$(alloc_call "$k");seed=11}"
         grep -h 'ERROR SUMMARY' "$RESULTS/memcheck-$k.log"
+    done
+}
+
+# memcheck over computes that fail: the kind's allocations refused from the second on, ten
+# refusals in all (a few computes fail mid-graph and unwind, then the window is over), with CUDA
+# graphs off and on, every run side by side
+step_memcheck_oom() {
+    local k g
+    for k in ${MEMCHECK_OOM_KINDS:-legacy async}; do
+        for g in off on; do
+            local tag="memcheck-oom-$k-graphs-$g"
+            [ -s "$RESULTS/$tag.log" ] && continue
+            memcheck_run "$tag" "$k" "fail=$(alloc_call "$k"):2+;limit=${MEMCHECK_OOM_REFUSALS:-10}" \
+                GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" $([ $g = off ] && echo GGML_CUDA_DISABLE_GRAPHS=1) &
+        done
+    done
+    wait
+    for k in ${MEMCHECK_OOM_KINDS:-legacy async}; do
+        for g in off on; do
+            local log="$RESULTS/memcheck-oom-$k-graphs-$g.log"
+            say "memcheck_oom: $k, graphs $g: $(grep -c 'the compute fails' "$log") failed computes," \
+                "$(grep -h 'ERROR SUMMARY' "$log" | tail -1), $(tail -1 "$log")"
+        done
     done
 }

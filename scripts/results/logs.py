@@ -3,9 +3,12 @@ ggml's CUDA_CHECK with the error and the function that checked) and the pool's r
 
 import re
 
-# the adapter, where the module returned an error: the pool's own line follows its name
-POOL_ABORT = re.compile(r"ggml-cuda-pool: alloc on device \d+ failed \(\w+\): CUDA pool\[\d+\]: (?:async )?"
-                        r"alloc of ([\d.]+ MiB) failed: (.*?)(?:, and \d+ retries.*|, also after.*)?$", re.M)
+# the adapter, where the module returned an error: the pool's own line follows its name (since
+# 028c8f1 with the request's size, and inside a compute ending in the compute's failure)
+POOL_ABORT = re.compile(r"ggml-cuda-pool: alloc (?:of [\d.]+ MiB )?on device \d+ failed \(\w+\): CUDA pool\[\d+\]: "
+                        r"(?:async )?alloc of ([\d.]+ MiB) failed: (.*?)(?:, and \d+ retries.*|, also after.*)?$", re.M)
+# the compute failed instead of the process (GGML_CUDA_POOL_ON_OOM=error): llama.cpp went on
+COMPUTE_FAILED = re.compile(r"; the compute fails with GGML_STATUS_ALLOC_FAILED$", re.M)
 # ggml's CUDA_CHECK: the error, then where it was checked; an error a kernel raised earlier shows
 # at the next call that checks, so the function alone does not say it was out of memory
 CUDA_ERROR = re.compile(r"CUDA error: (.+)")
@@ -18,8 +21,13 @@ EXIT = re.compile(r"^exit (\d+)\s*$", re.M)
 # llama-completion's generation rate, in its closing performance lines
 GENERATION_RATE = re.compile(r"\beval time =.*?([\d.]+) tokens per second")
 LOG_PREFIX = re.compile(r"^\d+\.\d+\.\d+\.\d+ [A-Z] ")
-RECOVERY = re.compile(r"(?:CUDA pool\[\d+\]|ggml-cuda-pool): (?!injected|alloc on device)"
+RECOVERY = re.compile(r"(?:CUDA pool\[\d+\]|ggml-cuda-pool): (?!injected|alloc (?:of [\d.]+ MiB )?on device)"
                       r"(.*(?:reclaim|retry|retrying|freeing all|trimming|the capture ends|capture is given up).*)")
+
+
+def compute_failed(log):
+    """whether a compute failed with GGML_STATUS_ALLOC_FAILED, the process going on"""
+    return bool(COMPUTE_FAILED.search(log))
 
 
 def aborted(log):

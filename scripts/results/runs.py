@@ -44,7 +44,12 @@ def fault_row(folder, kind, case, name):
     text, reference = folder.text(name[:-len(".log")] + ".txt"), folder.text(f"completion-{kind}.txt")
     same = "-" if not text or reference is None else "same" if text == reference else "DIFFERS"
     recovery = logs.recovery_lines(log)
-    return [kind, case, f"aborted: {why}" if why else "completed", same, f"`{recovery[0]}`" if recovery else "-"]
+    ended = "completed"
+    if why and logs.compute_failed(log):  # the compute failed, llama.cpp ended the run itself
+        ended = f"failed: {why} (exit {logs.exit_status(log)})"
+    elif why:
+        ended = f"aborted: {why}"
+    return [kind, case, ended, same, f"`{recovery[0]}`" if recovery else "-"]
 
 
 def faults(folder):
