@@ -12,7 +12,8 @@
 #           SERVE_CASES ("free spike window") picks; per run $RESULTS/serve-<config>-<case>.*:
 #           .jsonl the client's records and summary, .log the server's, .stats its pools' lines,
 #           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops.
-#           SERVE_WINDOW_CONFIGS_AT_ONCE (1): window runs side by side, each its own server and
+#           The window case runs for SERVE_WINDOW_CONFIGS (the module's configurations of
+#           SERVE_CONFIGS), SERVE_WINDOW_CONFIGS_AT_ONCE (1) side by side, each its own server and
 #           port (their outcome does not depend on time; their speed is not compared)
 
 SERVE_CONFIGS=${SERVE_CONFIGS:-ggml ggml-legacy legacy plain vmm async ggml-legacy:kvpool legacy:kvpool plain:kvpool}
@@ -84,13 +85,14 @@ step_serve() {
     command -v nvcc >/dev/null || [ -x "$WORK/hold-memory" ] || die "nvcc builds hold-memory"
     [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
     local cases=${SERVE_CASES:-free spike window} c k
+    SERVE_WINDOW_CONFIGS=${SERVE_WINDOW_CONFIGS:-$(for c in $SERVE_CONFIGS; do [[ $c == ggml* ]] || echo "$c"; done)}
     # the window runs first where they go side by side: the others then have the GPU to themselves
     if [[ " $cases " == *" window "* ]] && [ "${SERVE_WINDOW_CONFIGS_AT_ONCE:-1}" -gt 1 ]; then
         serve_windows_at_once
     fi
     for k in $cases; do
-        for c in $SERVE_CONFIGS; do
-            [ "$k" = window ] && [[ $c == ggml* ]] && continue # no fault driver under ggml's pools
+        # no fault driver under ggml's pools: the window is the module's
+        for c in $([ "$k" = window ] && echo $SERVE_WINDOW_CONFIGS || echo $SERVE_CONFIGS); do
             serve_done "$c" "$k" && continue
             past_deadline "serve $c $k" && return 0
             serve_run "$c" "$k" "$SERVE_PORT"
@@ -101,8 +103,8 @@ step_serve() {
 # the window case of every module configuration, SERVE_WINDOW_CONFIGS_AT_ONCE at a time, a port each
 serve_windows_at_once() {
     local pending=() running=() port=$SERVE_PORT c
-    for c in $SERVE_CONFIGS; do
-        [[ $c == ggml* ]] || serve_done "$c" window || pending+=("$c")
+    for c in $SERVE_WINDOW_CONFIGS; do
+        serve_done "$c" window || pending+=("$c")
     done
     for c in "${pending[@]}"; do
         past_deadline "serve $c window" && break
