@@ -9,6 +9,7 @@
 #include "common.cuh"
 
 #include <cstring>
+#include <exception>
 #include <string>
 
 namespace cpool_adapter {
@@ -87,7 +88,9 @@ ggml_cuda_cpool_compute_scope::~ggml_cuda_cpool_compute_scope() {
 }
 
 void ggml_cuda_cpool_on_cuda_error(const char * stmt, const char * msg) {
-    if (cpool_adapter::compute_may_fail && cpool_adapter::is_out_of_memory(msg)) {
+    // a second refusal while the first unwinds (a holder's destructor checking a CUDA call) would
+    // end the process through std::terminate: it ends it here, as ggml does, with its own lines
+    if (cpool_adapter::compute_may_fail && std::uncaught_exceptions() == 0 && cpool_adapter::is_out_of_memory(msg)) {
         cpool_adapter::fail_compute(std::string(stmt) + ": " + msg);
     }
 }
