@@ -1,8 +1,8 @@
 // What the docs and the sources promise that no other test reaches, read from the files
 // themselves: the calls docs/fault-injection.md says a one-shot fault fires on are the ones it
 // fires on, no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
-// line is made), and every environment variable the module and its integrations read is a row of
-// the options table.
+// line is made), every environment variable the module and its integrations read is a row of the
+// options table, and the module's reader is the only C or C++ code that reads one.
 
 #include "ggml-cuda-pool-options.h"
 #include "harness.h"
@@ -214,6 +214,21 @@ TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
             << r.where << " reads " << r.name << ", which is not a row of ggml-cuda-pool-options.h: " << r.line;
     }
     EXPECT_GE(reads.size(), 2u) << "the module's reader and the PyTorch library's Python helper read the environment";
+}
+
+// one reader, one rule: the llama.cpp adapter, the PyTorch library and the tools read the
+// environment through the module (ggml_cpool_option_read), never with a getenv of their own; only
+// the Python helper, which cannot call the module before it loads the library, reads it itself
+TEST(Sources, TheModuleAloneReadsTheEnvironment) {
+    const std::string reader = "ggml-cuda/options.h";
+    size_t            module = 0;
+    for (const env_read & r : env_reads()) {
+        const bool python = std::filesystem::path(r.file).extension() == ".py";
+        module += r.file == reader;
+        EXPECT_TRUE(python || r.file == reader)
+            << r.where << " reads the environment itself, not through the module's reader (env.h): " << r.line;
+    }
+    EXPECT_EQ(module, 1u) << "option_text, which env.h reads every row through";
 }
 
 TEST(Sources, EveryOptionIsReadAndListedInTheDocs) {
