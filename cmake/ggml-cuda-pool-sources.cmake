@@ -3,6 +3,7 @@ set(GCP_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/..)
 set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/backend.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/capi.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/capi-options.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/capi-testing.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/driver-factory.cpp

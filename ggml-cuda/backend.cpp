@@ -46,6 +46,10 @@ status backend::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
+    option_value level; // the logger reads it (log_threshold); a malformed one is refused here, as every row is
+    if (st == OK) {
+        st = read_option(GGML_CPOOL_OPTION_LOG, &level);
+    }
     if (st != OK) {
         return st;
     }

@@ -2,8 +2,8 @@
 
 #include "driver-fault.h"
 #include "driver-sim.h"
+#include "env.h"
 #include "log.h"
-#include "options.h"
 
 #ifdef GGML_CPOOL_HAVE_CUDA
 #    include "driver-cuda.h"
@@ -39,16 +39,17 @@ driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec) 
 }
 
 status apply_env_faults(driver_ref * ref) {
-    const char * text = option_text(GGML_CPOOL_OPTION_FAULT);
-    if (text == nullptr || *text == '\0') {
-        return OK;
+    option_value v;
+    status       st = read_option(GGML_CPOOL_OPTION_FAULT, &v);
+    if (st != OK || !v.set) {
+        return st;
     }
-    fault_spec spec;
-    status     st = parse_fault_spec(text, &spec, option_name(GGML_CPOOL_OPTION_FAULT), "no context created");
+    fault_spec spec; // the reading above read it whole: this parse cannot refuse it
+    st = parse_fault_spec(v.text, &spec, option_name(GGML_CPOOL_OPTION_FAULT), "no context created");
     if (st != OK) {
         return st;
     }
-    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(GGML_CPOOL_OPTION_FAULT), text);
+    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(GGML_CPOOL_OPTION_FAULT), v.text);
     *ref = make_fault_driver(*ref, spec);
     return OK;
 }

@@ -1,57 +1,240 @@
 #include "env.h"
 
+#include "fault-spec.h"
 #include "log.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
 #include <strings.h>
 
 namespace gcp {
 
 namespace {
 
-bool parse_bool(const char * text, bool * out) {
-    static const char * const yes[] = { "1", "on", "true", "yes" };
-    static const char * const no[]  = { "0", "off", "false", "no" };
-    for (const char * y : yes) {
-        if (strcasecmp(text, y) == 0) {
-            *out = true;
-            return true;
+constexpr const char * TRUE_WORDS[]  = { "1", "on", "true", "yes" };
+constexpr const char * FALSE_WORDS[] = { "0", "off", "false", "no" };
+constexpr size_t       MAX_WORDS     = 8;   // the most words a row's values name
+constexpr size_t       WORD_BYTES    = 16;  // the longest word, with its terminator
+constexpr size_t       WHY_BYTES     = 160; // a refusal's reason
+
+struct row {
+    ggml_cpool_option_takes takes;
+    const char *            values;
+};
+
+constexpr row ROWS[] = {
+#define GCP_OPTION_ROW(id, name, readers, takes, values, effect) { GGML_CPOOL_TAKES_##takes, values },
+    GGML_CPOOL_OPTIONS(GCP_OPTION_ROW)
+#undef GCP_OPTION_ROW
+};
+static_assert(sizeof(ROWS) / sizeof(ROWS[0]) == GGML_CPOOL_OPTION_COUNT, "one row per option");
+
+// the words a WORD or LIST row takes: the first word of each '|'-separated alternative of its values
+struct words {
+    char   word[MAX_WORDS][WORD_BYTES] = {};
+    size_t count                       = 0;
+};
+
+bool in_word(char c) {
+    return isalnum((unsigned char) c) || c == '-' || c == '_';
+}
+
+words words_in(const char * values) {
+    words w;
+    for (const char * at = values; *at != '\0' && w.count < MAX_WORDS;) {
+        while (*at == ' ') {
+            at++;
+        }
+        size_t n = 0;
+        while (in_word(at[n]) && n + 1 < WORD_BYTES) {
+            n++;
+        }
+        memcpy(w.word[w.count++], at, n);
+        const char * bar = strchr(at, '|');
+        at               = bar ? bar + 1 : at + strlen(at);
+    }
+    return w;
+}
+
+const words & words_of(option o) {
+    struct table {
+        words rows[GGML_CPOOL_OPTION_COUNT];
+    };
+    static const table all = [] { // fixed arrays: a reading allocates nothing
+        table t;
+        for (size_t i = 0; i < GGML_CPOOL_OPTION_COUNT; i++) {
+            const bool worded = ROWS[i].takes == GGML_CPOOL_TAKES_WORD || ROWS[i].takes == GGML_CPOOL_TAKES_LIST;
+            t.rows[i]         = worded ? words_in(ROWS[i].values) : words{};
+        }
+        return t;
+    }();
+    return all.rows[o];
+}
+
+// the word of o's row that the `length` bytes at `text` name, in any case; nullptr for none
+const char * word_for(option o, const char * text, size_t length) {
+    const words & w = words_of(o);
+    for (size_t i = 0; i < w.count; i++) {
+        if (strlen(w.word[i]) == length && strncasecmp(w.word[i], text, length) == 0) {
+            return w.word[i];
         }
     }
-    for (const char * n : no) {
-        if (strcasecmp(text, n) == 0) {
-            *out = false;
+    return nullptr;
+}
+
+// 1 for a true word, 0 for a false one, -1 for neither
+int boolean_of(const char * text) {
+    for (size_t i = 0; i < sizeof(TRUE_WORDS) / sizeof(TRUE_WORDS[0]); i++) {
+        if (strcasecmp(text, TRUE_WORDS[i]) == 0 || strcasecmp(text, FALSE_WORDS[i]) == 0) {
+            return strcasecmp(text, TRUE_WORDS[i]) == 0;
+        }
+    }
+    return -1;
+}
+
+// why a value is refused
+struct refusal {
+    char why[WHY_BYTES] = "not one of its values";
+
+    GCP_PRINTF(2, 3) void say(const char * fmt, ...) {
+        va_list args;
+        va_start(args, fmt);
+        vsnprintf(why, sizeof(why), fmt, args);
+        va_end(args);
+    }
+};
+
+bool parse_list(option o, const char * text, option_value * v, refusal * r) {
+    for (const char * at = text;;) {
+        const char * comma = strchr(at, ',');
+        const size_t n     = comma ? size_t(comma - at) : strlen(at);
+        if (word_for(o, at, n) == nullptr) {
+            r->say("'%.*s' is not one of its values", int(n), at);
+            return false;
+        }
+        v->count++;
+        if (comma == nullptr) {
+            return true;
+        }
+        at = comma + 1;
+    }
+}
+
+// `text` as o's row reads it; false, and why, for a value the row does not take
+bool parse(option o, const char * text, option_value * v, refusal * r) {
+    *v = {};
+    if (text == nullptr || *text == '\0') {
+        return true; // the row's default
+    }
+    v->set  = 1;
+    v->text = text;
+    switch (ROWS[o].takes) {
+        case GGML_CPOOL_TAKES_BOOLEAN:
+            v->on = boolean_of(text);
+            return v->on >= 0;
+        case GGML_CPOOL_TAKES_WORD:
+            v->word = word_for(o, text, strlen(text));
+            return v->word != nullptr;
+        case GGML_CPOOL_TAKES_LIST:
+            return parse_list(o, text, v, r);
+        case GGML_CPOOL_TAKES_OUTPUT:
+            v->on   = boolean_of(text) != 0;
+            v->path = boolean_of(text) < 0 ? text : nullptr;
+            return true;
+        case GGML_CPOOL_TAKES_WRITABLE:
+        case GGML_CPOOL_TAKES_PATH:
+            v->path = text;
+            return true;
+        case GGML_CPOOL_TAKES_FAULT_SPEC: {
+            fault_spec  spec;
+            std::string term;
+            if (!read_fault_spec(text, &spec, &term)) {
+                r->say("cannot read '%s'", term.c_str());
+                return false;
+            }
             return true;
         }
     }
     return false;
 }
 
-// reads o through parse; unset leaves *out untouched, a value parse refuses is one line
-template <typename T, typename P>
-status env_read(option o, T * out, P && parse, const char * what, const char * choices) {
-    const char * v = option_text(o);
-    if (v == nullptr) {
-        return OK;
+// a file the value names, opened for appending and closed again: one that cannot be written is
+// refused when the settings are read, not when the first line is due
+bool writable(const char * path, refusal * r) {
+    FILE * f = fopen(path, "a");
+    if (f == nullptr || fclose(f) != 0) {
+        r->say("cannot open it for appending (%s)", strerror(errno));
+        return false;
     }
-    if (!parse(v, out)) {
-        GCP_LOG_ERROR("%s=%s is not %s (use %s)", option_name(o), v, what, choices);
-        return INVALID_ARGUMENT;
-    }
-    return OK;
+    return true;
 }
 
 } // namespace
 
+status read_option(option o, option_value * v, reading how) {
+    const char * text = option_text(o);
+    refusal      r;
+    const bool   opens = how == reading::report && ROWS[o].takes != GGML_CPOOL_TAKES_PATH;
+    if (parse(o, text, v, &r) && (!opens || v->path == nullptr || writable(v->path, &r))) {
+        return OK;
+    }
+    *v = {};
+    if (how == reading::report) {
+        GCP_LOG_ERROR("%s=%s: %s; it takes %s", option_name(o), text, r.why, ROWS[o].values);
+    }
+    return INVALID_ARGUMENT;
+}
+
+const char * option_entry(option o, const char * text, int index) {
+    for (const char * at = text; at != nullptr && *at != '\0' && index >= 0; index--) {
+        const char * comma = strchr(at, ',');
+        if (index == 0) {
+            return word_for(o, at, comma ? size_t(comma - at) : strlen(at));
+        }
+        at = comma ? comma + 1 : nullptr;
+    }
+    return nullptr;
+}
+
+status check_options() {
+    status st = OK;
+    for (int o = 0; o < GGML_CPOOL_OPTION_COUNT; o++) {
+        option_value v;
+        st = read_option(option(o), &v) == OK ? st : INVALID_ARGUMENT;
+    }
+    return st;
+}
+
 status env_no_vmm(bool * no_vmm) {
-    return env_read(GGML_CPOOL_OPTION_NO_VMM, no_vmm, parse_bool, "a boolean", "1 or 0");
+    option_value v;
+    status       st = read_option(GGML_CPOOL_OPTION_NO_VMM, &v);
+    if (st == OK && v.set) {
+        *no_vmm = v.on != 0;
+    }
+    return st;
 }
 
 status env_timing(bool * on) {
-    return env_read(GGML_CPOOL_OPTION_TIMING, on, parse_bool, "a boolean", "1 or 0");
+    option_value v;
+    status       st = read_option(GGML_CPOOL_OPTION_TIMING, &v);
+    if (st == OK && v.set) {
+        *on = v.on != 0;
+    }
+    return st;
 }
 
 status env_pool_kind(ggml_cpool_kind * kind) {
-    return env_read(GGML_CPOOL_OPTION_POOL, kind, kind_from_name, "a pool kind", kind_choices());
+    option_value v;
+    status       st = read_option(GGML_CPOOL_OPTION_POOL, &v);
+    if (st != OK || !v.set || kind_from_name(v.word, kind)) {
+        return st;
+    }
+    GCP_LOG_ERROR("%s=%s: ggml's own pools, which only the llama.cpp adapter serves; the module takes %s",
+                  option_name(GGML_CPOOL_OPTION_POOL), v.text, kind_choices());
+    return INVALID_ARGUMENT;
 }
 
 } // namespace gcp

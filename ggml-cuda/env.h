@@ -1,17 +1,33 @@
 #pragma once
-// Checked readings of the environment variables (options.h): a malformed value is answered with
-// INVALID_ARGUMENT and one log line, never a guess.
+// The one reader of the environment: every row of the options table (ggml-cuda-pool-options.h) by
+// one rule, for the module and, through the C ABI (ggml_cpool_option_read), for the llama.cpp
+// adapter and the PyTorch library. Unset or empty is the row's default; words are taken in any
+// case; a value the row does not take is INVALID_ARGUMENT and one line naming the variable, the
+// value and the row's values.
 
 #include "common.h"
 #include "options.h"
 
 namespace gcp {
 
-// unset leaves *no_vmm untouched
+using option_value = ggml_cpool_option_value;
+
+enum class reading {
+    report, // a bad value says its line; a file the value names is opened for appending (and closed)
+    quiet,  // neither: a choice made before the reading that reports, or the logger asking its level
+};
+
+// `o` from the environment now; a bad value leaves *v as unset
+status       read_option(option o, option_value * v, reading how = reading::report);
+// the word of entry `index` of a LIST row's text, as the table spells it; nullptr past the last
+const char * option_entry(option o, const char * text, int index);
+// every row read now, each bad value its line
+status       check_options();
+
+// the module's rows, read at context creation: unset leaves the output untouched
 status env_no_vmm(bool * no_vmm);
-// unset leaves *kind untouched
+// ggml's own pools (ggml, ggml-legacy), which only the llama.cpp adapter serves, are refused
 status env_pool_kind(ggml_cpool_kind * kind);
-// unset leaves *on untouched
 status env_timing(bool * on);
 
 } // namespace gcp

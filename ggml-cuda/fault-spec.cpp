@@ -137,7 +137,7 @@ bool parse_size(const char * text, size_t * out) {
     return false;
 }
 
-status parse_fault_spec(const char * text, fault_spec * out, const char * source, const char * outcome) {
+bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term) {
     fault_spec  spec;
     std::string all   = text ? text : "";
     size_t      start = 0;
@@ -150,12 +150,21 @@ status parse_fault_spec(const char * text, fault_spec * out, const char * source
         }
         size_t eq = term.find('=');
         if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
-            GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, all.c_str(), term.c_str(),
-                          outcome);
-            return INVALID_ARGUMENT;
+            *bad_term = term;
+            return false;
         }
     }
     *out = spec;
+    return true;
+}
+
+status parse_fault_spec(const char * text, fault_spec * out, const char * source, const char * outcome) {
+    std::string bad_term;
+    if (!read_fault_spec(text, out, &bad_term)) {
+        GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, text ? text : "",
+                      bad_term.c_str(), outcome);
+        return INVALID_ARGUMENT;
+    }
     return OK;
 }
 

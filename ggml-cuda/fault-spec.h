@@ -56,6 +56,9 @@ struct fault_spec {
 status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec",
                         const char * outcome = "no faults armed");
 
+// the same with no line: false, and the term it cannot read in *bad_term, for a malformed text
+bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term);
+
 // "2.36MiB" -> bytes; false when malformed
 bool parse_size(const char * text, size_t * out);
 

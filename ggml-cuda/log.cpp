@@ -1,9 +1,8 @@
 #include "log.h"
 
+#include "env.h"
 #include "names.h"
-#include "options.h"
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -99,18 +98,14 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
 }
 
 ggml_cpool_log_level log_threshold() {
-    const char *         v     = option_text(GGML_CPOOL_OPTION_LOG);
+    // quiet: the logger may be the one asking. A malformed level is warn here, and is refused with
+    // its line where a context is created (backend::create)
+    option_value         v;
     ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
-    if (v == nullptr || log_level_from_name(v, &level)) {
-        return level;
+    if (read_option(GGML_CPOOL_OPTION_LOG, &v, reading::quiet) == OK && v.set) {
+        (void) log_level_from_name(v.word, &level);
     }
-    // said directly: the logger may be the one asking
-    static std::atomic<bool> warned{ false };
-    if (!warned.exchange(true)) {
-        fprintf(stderr, "%s=%s is not a log level (use debug, info, warn or error); using warn\n",
-                option_name(GGML_CPOOL_OPTION_LOG), v);
-    }
-    return GGML_CPOOL_LOG_WARN;
+    return level;
 }
 
 const char * last_error() {

@@ -1,8 +1,7 @@
 #pragma once
-// The module's reading of the options table (ggml-cuda-pool-options.h, where every variable the
-// module and its integrations read is a row; docs/design.md lists each one). It sits below every other
-// file: the logger reads its level here, and env.h's checked readings (which log what they
-// refuse) build on it.
+// The options table's names and texts (ggml-cuda-pool-options.h, where every variable the module
+// and its integrations read is a row; docs/design.md lists each one). The one getenv of the
+// project's C and C++ is here: env.h reads every row through it, by the table's rule.
 
 #include "ggml-cuda-pool-options.h"
 

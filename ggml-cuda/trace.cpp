@@ -293,12 +293,12 @@ uint64_t now_ns() {
 }
 
 status init_from_env() {
-    struct reading {
+    struct outcome {
         status      st = OK;
         std::string what; // the variable and value refused
     };
-    static const reading once = [] {
-        reading r;
+    static const outcome once = [] {
+        outcome r;
         bool    timing = false;
         r.st           = env_timing(&timing);
         if (r.st != OK) {
@@ -308,12 +308,13 @@ status init_from_env() {
         if (timing) {
             set_timing(true);
         }
-        const char * path = option_text(GGML_CPOOL_OPTION_TRACE);
-        if (path != nullptr && *path != '\0' && !recording()) {
-            r.st = tracer::instance().start(path, option_name(GGML_CPOOL_OPTION_TRACE));
-            if (r.st != OK) {
-                r.what = std::string(option_name(GGML_CPOOL_OPTION_TRACE)) + "=" + path;
-            }
+        option_value file;
+        r.st = read_option(GGML_CPOOL_OPTION_TRACE, &file);
+        if (r.st == OK && file.set && !recording()) {
+            r.st = tracer::instance().start(file.path, option_name(GGML_CPOOL_OPTION_TRACE));
+        }
+        if (r.st != OK) {
+            r.what = std::string(option_name(GGML_CPOOL_OPTION_TRACE)) + "=" + option_text(GGML_CPOOL_OPTION_TRACE);
         }
         return r;
     }();

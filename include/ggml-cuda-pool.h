@@ -6,6 +6,8 @@
 // What tests and tools use besides (the sim driver's parameters, fault injection, call counters,
 // leak checks) is in ggml-cuda-pool-testing.h.
 
+#include "ggml-cuda-pool-options.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -112,6 +114,16 @@ struct ggml_cpool_stats {
 };
 // clang-format on
 
+// a row of the options table as ggml_cpool_option_read reads it (ggml-cuda-pool-options.h: the rule)
+struct ggml_cpool_option_value {
+    int          set;   // 0: unset or empty, the row's default (and every field below 0 or NULL)
+    int          on;    // BOOLEAN: 1 for a true word, 0 for a false one; OUTPUT: 0 for a false word, else 1
+    int          count; // LIST: its entries (ggml_cpool_option_entry gives each one's word)
+    const char * word;  // WORD: the word of the row's values that the text names, as the table spells it
+    const char * path;  // WRITABLE, PATH: the text; OUTPUT: the file (NULL: stderr, or nowhere)
+    const char * text;  // the variable's text, valid while the environment keeps it
+};
+
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);
 
 // clang-format off
@@ -189,6 +201,17 @@ GGML_CPOOL_API const char *                 ggml_cpool_kind_str  (enum ggml_cpoo
 // takes. Any other name: INVALID_ARGUMENT and *kind untouched, with no log line (the caller names
 // what it was reading); a NULL argument: INVALID_ARGUMENT and a line
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_kind_from_str(const char * name, enum ggml_cpool_kind * kind);
+
+// the environment: every row of ggml-cuda-pool-options.h by its one rule, for the module and its
+// integrations alike; a bad value is INVALID_ARGUMENT and leaves *value as unset.
+// the row now; a bad value says one line; a file the value names is opened for appending (and closed): refused now if it cannot be
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_option_read (enum ggml_cpool_option option, struct ggml_cpool_option_value * value);
+// the row now, with no line and no file opened: for a choice made before the reading that reports
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_option_peek (enum ggml_cpool_option option, struct ggml_cpool_option_value * value);
+// the word of entry `index` of a LIST row's text, as the table spells it; NULL past the last entry
+GGML_CPOOL_API const char *                 ggml_cpool_option_entry(enum ggml_cpool_option option, const char * text, int index);
+// every row read now (ggml_cpool_option_read), one line per bad value: INVALID_ARGUMENT when there was one
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_options_check(void);
 // clang-format on
 
 #ifdef __cplusplus

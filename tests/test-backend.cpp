@@ -84,7 +84,10 @@ TEST(Backend, MalformedEnvironmentIsRefusedWithOneLine) {
     scoped_env  set("GGML_CUDA_POOL", "fastest");
     log_capture log;
     sim_ctx     c(sim_params(64 * MiB));
-    EXPECT_EQ(log.count("GGML_CUDA_POOL=fastest is not a pool kind \\(use auto, vmm, legacy, plain or async\\)"), 1u);
+    EXPECT_EQ(log.count(
+                  "^GGML_CUDA_POOL=fastest: not one of its values; it takes auto \\| vmm \\| legacy \\| plain \\| "
+                  "async \\| ggml \\| ggml-legacy \\(ggml's own pools: the llama.cpp adapter only\\)$"),
+              1u);
 }
 
 TEST(Backend, HipWithTwoDevicesUsesThePlainPoolAndSaysWhyOnce) {

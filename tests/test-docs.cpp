@@ -1,8 +1,8 @@
 // What the docs and the sources promise that no other test reaches, read from the files
 // themselves: the calls docs/fault-injection.md says a one-shot fault fires on are the ones it
 // fires on, no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
-// line is made), and every environment variable the module and its integrations read is a row of
-// the options table.
+// line is made), every environment variable the module and its integrations read is a row of the
+// options table, and the module's reader is the only C or C++ code that reads one.
 
 #include "ggml-cuda-pool-options.h"
 #include "harness.h"
@@ -104,7 +104,7 @@ struct option_row {
 };
 
 const option_row OPTION_ROWS[] = {
-#define TEST_OPTION_ROW(id, name, readers, values) { #id, name, readers, values },
+#define TEST_OPTION_ROW(id, name, readers, takes, values, effect) { #id, name, readers, values },
     GGML_CPOOL_OPTIONS(TEST_OPTION_ROW)
 #undef TEST_OPTION_ROW
 };
@@ -166,15 +166,21 @@ std::string variable_of(std::string arg, const std::string & file) {
 const std::regex ENV_READ("\\b(?:(?:std::)?(?:secure_)?getenv\\s*\\(|os\\.getenv\\s*\\(|"
                           "os\\.environ(?:\\.get\\s*\\(|\\s*\\[)?)");
 
-TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
-    std::set<std::string> table;
-    for (const option_row & r : OPTION_ROWS) {
-        table.insert(r.name);
-    }
-    int reads = 0;
+// one read of the environment: where it is, the variable it names ("" where it names none this
+// test can tell, "(a row)" for ggml_cpool_option_name) and its line
+struct env_read {
+    std::string file; // relative to the source tree
+    std::string where;
+    std::string name;
+    std::string line;
+};
+
+std::vector<env_read> env_reads() {
+    std::vector<env_read> reads;
     for (const std::filesystem::path & path : source_files()) {
         const std::string  file   = read(path);
         const bool         python = path.extension() == ".py";
+        const std::string  rel    = path.lexically_relative(GCP_SOURCE_DIR).string();
         std::istringstream lines(file);
         std::string        line;
         for (int n = 1; std::getline(lines, line); n++) {
@@ -186,18 +192,43 @@ TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
                 const std::string at    = it->str();
                 const bool        whole = at.back() != '(' && at.back() != '['; // os.environ itself
                 const std::string name  = whole ? "" : variable_of(argument(it->suffix().str()), file);
-                const std::string where = path.lexically_relative(GCP_SOURCE_DIR).string() + ":" + std::to_string(n);
-                reads++;
-                EXPECT_FALSE(name.empty()) << where
-                                           << " reads a variable this test cannot name (a literal, a "
-                                              "constant of the file or ggml_cpool_option_name): "
-                                           << line;
-                EXPECT_TRUE(name.empty() || name == "(a row)" || table.count(name))
-                    << where << " reads " << name << ", which is not a row of ggml-cuda-pool-options.h: " << line;
+                reads.push_back({ rel, rel + ":" + std::to_string(n), name, line });
             }
         }
     }
-    EXPECT_GE(reads, 5) << "the module, the llama.cpp adapter and the PyTorch library read the environment";
+    return reads;
+}
+
+TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
+    std::set<std::string> table;
+    for (const option_row & r : OPTION_ROWS) {
+        table.insert(r.name);
+    }
+    const std::vector<env_read> reads = env_reads();
+    for (const env_read & r : reads) {
+        EXPECT_FALSE(r.name.empty()) << r.where
+                                     << " reads a variable this test cannot name (a literal, a "
+                                        "constant of the file or ggml_cpool_option_name): "
+                                     << r.line;
+        EXPECT_TRUE(r.name.empty() || r.name == "(a row)" || table.count(r.name))
+            << r.where << " reads " << r.name << ", which is not a row of ggml-cuda-pool-options.h: " << r.line;
+    }
+    EXPECT_GE(reads.size(), 2u) << "the module's reader and the PyTorch library's Python helper read the environment";
+}
+
+// one reader, one rule: the llama.cpp adapter, the PyTorch library and the tools read the
+// environment through the module (ggml_cpool_option_read), never with a getenv of their own; only
+// the Python helper, which cannot call the module before it loads the library, reads it itself
+TEST(Sources, TheModuleAloneReadsTheEnvironment) {
+    const std::string reader = "ggml-cuda/options.h";
+    size_t            module = 0;
+    for (const env_read & r : env_reads()) {
+        const bool python = std::filesystem::path(r.file).extension() == ".py";
+        module += r.file == reader;
+        EXPECT_TRUE(python || r.file == reader)
+            << r.where << " reads the environment itself, not through the module's reader (env.h): " << r.line;
+    }
+    EXPECT_EQ(module, 1u) << "option_text, which env.h reads every row through";
 }
 
 TEST(Sources, EveryOptionIsReadAndListedInTheDocs) {

@@ -64,7 +64,8 @@ TEST(FaultSpec, MalformedEnvironmentSpecFailsContextCreation) {
     ggml_cpool_ctx_t ctx = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_create(&cp, &ctx), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(ctx, nullptr);
-    EXPECT_EQ(log.count("^GGML_CUDA_POOL_FAULT .fail=everything.: cannot read"), 1u);
+    EXPECT_EQ(log.count("^GGML_CUDA_POOL_FAULT=fail=everything: cannot read 'fail=everything'; it takes a fault spec"),
+              1u);
     EXPECT_EQ(log.lines().size(), 1u);
 }
 

@@ -5,12 +5,14 @@
 
 #include "harness.h"
 #include "torch-allocator.h"
+#include "torch-settings.h"
 
 #include <algorithm>
 #include <functional>
 #include <memory>
 #include <regex>
 #include <thread>
+#include <unistd.h>
 
 using namespace harness;
 using gcp_torch::slot_map;
@@ -31,7 +33,7 @@ class TorchFixture {
         for (void *& s : streams_) {
             ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 0, &s), GGML_CPOOL_STATUS_OK);
         }
-        ggml_cpool_ctx_params p = gcp_torch::context_params(nullptr);
+        ggml_cpool_ctx_params p = gcp_torch::context_params();
         p.driver                = drv_;
         std::fill(std::begin(p.kind), std::end(p.kind), kind);
         ASSERT_EQ(ggml_cpool_ctx_create(&p, &ctx_), GGML_CPOOL_STATUS_OK);
@@ -292,12 +294,55 @@ TEST(TorchKind, LegacyUnlessTheEnvironmentNamesOne) {
         return kind;
     };
     EXPECT_EQ(kind_for(ggml_cpool_ctx_default_params()), GGML_CPOOL_KIND_VMM) << "the module's default";
-    EXPECT_EQ(kind_for(gcp_torch::context_params(nullptr)), GGML_CPOOL_KIND_LEGACY);
-    EXPECT_EQ(kind_for(gcp_torch::context_params("")), GGML_CPOOL_KIND_LEGACY);
+    EXPECT_EQ(kind_for(gcp_torch::context_params()), GGML_CPOOL_KIND_LEGACY);
     scoped_env vmm("GGML_CUDA_POOL", "vmm");
-    EXPECT_EQ(kind_for(gcp_torch::context_params(getenv("GGML_CUDA_POOL"))), GGML_CPOOL_KIND_VMM);
-    scoped_env plain("GGML_CUDA_POOL", "plain");
-    EXPECT_EQ(kind_for(gcp_torch::context_params(getenv("GGML_CUDA_POOL"))), GGML_CPOOL_KIND_PLAIN);
+    EXPECT_EQ(kind_for(gcp_torch::context_params()), GGML_CPOOL_KIND_VMM);
+    scoped_env plain("GGML_CUDA_POOL", "PLAIN");
+    EXPECT_EQ(kind_for(gcp_torch::context_params()), GGML_CPOOL_KIND_PLAIN);
+}
+
+// exported empty, not passed as "" with the variable unset: the module reads it too when the
+// context is made, and must take it as the library does (unset: legacy), not refuse it
+TEST(TorchKind, AnExportedEmptyPoolIsLegacy) {
+    clean_env             env;
+    scoped_env            empty("GGML_CUDA_POOL", "");
+    ggml_cpool_sim_params sim = sim_params(CAPACITY);
+    sim_device            device(sim);
+    ggml_cpool_ctx_params p = gcp_torch::context_params();
+    p.driver                = device.drv;
+    ggml_cpool_ctx_t  ctx   = nullptr;
+    log_capture       log;
+    ggml_cpool_status st = ggml_cpool_ctx_create(&p, &ctx);
+    ASSERT_EQ(st, GGML_CPOOL_STATUS_OK) << "every allocation would return NULL";
+    EXPECT_EQ(ggml_cpool_get_kind(pool_of(ctx)), GGML_CPOOL_KIND_LEGACY);
+    EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty());
+    ggml_cpool_ctx_free(ctx);
+}
+
+TEST(TorchStats, BooleanWordsAreStderrOrNoneAndElseAFileOpenedWhenRead) {
+    for (auto [text, want] : { std::pair{ "1", "-" }, std::pair{ "yes", "-" }, std::pair{ "On", "-" },
+                               std::pair{ "0", "" }, std::pair{ "NO", "" }, std::pair{ "", "" } }) {
+        scoped_env  stats("GGML_CUDA_POOL_STATS", text);
+        std::string where = "unread";
+        EXPECT_EQ(gcp_torch::stats_target(&where), GGML_CPOOL_STATUS_OK) << text;
+        EXPECT_EQ(where, want) << "GGML_CUDA_POOL_STATS=" << text;
+    }
+    const std::string path = testing::TempDir() + "gcp-torch-stats-" + std::to_string(getpid());
+    remove(path.c_str());
+    {
+        scoped_env  stats("GGML_CUDA_POOL_STATS", path.c_str());
+        std::string where;
+        EXPECT_EQ(gcp_torch::stats_target(&where), GGML_CPOOL_STATUS_OK);
+        EXPECT_EQ(where, path);
+        EXPECT_EQ(access(path.c_str(), F_OK), 0) << "opened for appending when read";
+    }
+    remove(path.c_str());
+    scoped_env  stats("GGML_CUDA_POOL_STATS", "/nonexistent-dir/stats");
+    log_capture log;
+    std::string where;
+    EXPECT_EQ(gcp_torch::stats_target(&where), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "refused now, not at exit";
+    EXPECT_EQ(log.count("^GGML_CUDA_POOL_STATS=/nonexistent-dir/stats: cannot open it for appending"), 1u);
+    EXPECT_EQ(log.lines().size(), 1u);
 }
 
 TEST(TorchSlotMap, NewStreamsTakeUnboundSlotsThenTheLeastRecentlyUsedIdleOne) {

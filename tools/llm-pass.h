@@ -75,18 +75,27 @@ inline int llm_forward(ggml_cpool_t pool, const llm_shape & m, bool overallocate
         [&](void * ptr, size_t actual) { calls.free(pool, ptr, actual); }, m, overallocate, batch, ctx);
 }
 
-// one session: the prompt in batches of `ubatch` tokens, then `tokens` decode steps, each with
-// the context grown by what came before; returns how many allocations failed
-inline int llm_session(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int prompt, int ubatch, int tokens) {
+// the passes of one session: the prompt in batches of `ubatch` tokens, then `tokens` decode
+// steps, each with the context grown by what came before. pass(batch, ctx) returns how many of its
+// allocations failed; with `stop_at_failure` the session ends after the first pass with one (a
+// workload the memory cannot hold fails every pass after it). Returns how many failed in all
+template <typename Pass>
+int llm_passes(Pass && pass, int prompt, int ubatch, int tokens, bool stop_at_failure = false) {
     int errors  = 0;
     int ctx_len = 0;
-    for (int done = 0; done < prompt; done += ubatch) {
+    for (int done = 0; done < prompt && !(stop_at_failure && errors > 0); done += ubatch) {
         const int batch = prompt - done < ubatch ? prompt - done : ubatch;
         ctx_len += batch;
-        errors += llm_forward(pool, m, overallocate, batch, ctx_len);
+        errors += pass(batch, ctx_len);
     }
-    for (int t = 0; t < tokens; t++) {
-        errors += llm_forward(pool, m, overallocate, 1, ++ctx_len);
+    for (int t = 0; t < tokens && !(stop_at_failure && errors > 0); t++) {
+        errors += pass(1, ++ctx_len);
     }
     return errors;
+}
+
+// one session over a pool of this module; returns how many allocations failed
+inline int llm_session(ggml_cpool_t pool, const llm_shape & m, bool overallocate, int prompt, int ubatch, int tokens) {
+    return llm_passes([&](int batch, int ctx) { return llm_forward(pool, m, overallocate, batch, ctx); }, prompt,
+                      ubatch, tokens);
 }

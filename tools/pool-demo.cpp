@@ -3,14 +3,21 @@
 //
 //   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
+//
+// A value an option does not take stops it with one line and exit status 2. A model that holds
+// more at once than the sim device has stops it before the first row, with one line and status 1;
+// a session whose pool runs out of memory stops at that pass, says so, and the status is 1.
 
 #include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <strings.h>
 #include <vector>
 
 namespace {
@@ -18,6 +25,12 @@ namespace {
 constexpr size_t MiB           = size_t(1) << 20;
 constexpr int    UBATCH        = 512; // prompt tokens per forward pass
 constexpr int    KV_HEAD_RATIO = 1;   // K/V width is n_embd / this (> 1 for grouped-query attention)
+// the largest values the options take: beyond any model, and small enough that every size the
+// workload computes fits a size_t and every context length an int
+constexpr long   MAX_LAYERS       = 1024;
+constexpr long   MAX_WIDTH        = long(1) << 20;
+constexpr long   MAX_TOKENS       = long(1) << 24;
+constexpr long   MAX_CAPACITY_MIB = long(1) << 24;
 
 struct model {
     int    layers   = 8; // the width of a 7B-class model, fewer layers to keep the run short
@@ -28,22 +41,32 @@ struct model {
     size_t capacity = 700 * MiB; // sim device memory: tight enough that growth needs reclaim
 };
 
+llm_shape shape_of(const model & m) {
+    return { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
+}
+
+enum class driver_choice { automatic, cuda, sim };
+
+// what the command line asks for
+struct arguments {
+    model                        m;
+    driver_choice                driver = driver_choice::automatic;
+    std::vector<ggml_cpool_kind> kinds  = { GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM };
+    std::vector<bool>            modes  = { true, false }; // K/V conversions with and without OVERALLOCATE
+};
+
+// the driver the sessions run on, and what its lines may call it
+struct device {
+    ggml_cpool_driver_t drv = nullptr;
+    bool                sim = false;
+};
+
 void report(const char * kind, const ggml_cpool_stats & s, int errors) {
     printf("%-9s %9llu %6.2f%% %8llu %8llu %10.1f %10.1f %8llu %7llu %5llu %6d\n", kind, (unsigned long long) s.allocs,
            s.allocs ? 100.0 * double(s.hits) / double(s.allocs) : 0.0, (unsigned long long) s.driver_allocs,
            (unsigned long long) s.driver_frees, double(s.peak_live_bytes) / MiB, double(s.peak_reserved_bytes) / MiB,
            (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes, (unsigned long long) s.generation,
            errors);
-}
-
-bool parse_kind(const std::string & name, ggml_cpool_kind * kind) {
-    for (ggml_cpool_kind k : { GGML_CPOOL_KIND_VMM, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN }) {
-        if (name == ggml_cpool_kind_str(k)) {
-            *kind = k;
-            return true;
-        }
-    }
-    return false;
 }
 
 // whether a context can be created at all: the environment (GGML_CUDA_POOL...) is every
@@ -59,11 +82,28 @@ bool contexts_available(ggml_cpool_driver_t drv) {
     return true;
 }
 
-// one session of the model on a fresh context; prints its report row; false when it failed
-bool run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool overallocate) {
+// the most the session holds live at once, in the bytes it asks for: no pool can run it in less
+size_t least_memory(const model & m) {
+    size_t live = 0, peak = 0;
+    auto   get = [&](size_t size, uint32_t, void ** ptr, size_t * actual) {
+        live += size;
+        peak    = std::max(peak, live);
+        *ptr    = nullptr;
+        *actual = size;
+        return true;
+    };
+    auto put = [&](void *, size_t actual) { live -= actual; };
+    llm_passes([&](int batch, int ctx) { return llm_forward_over(get, put, shape_of(m), false, batch, ctx); }, m.prompt,
+               UBATCH, m.tokens);
+    return peak;
+}
+
+// one session of the model on a fresh context, until its first pass that runs out of memory;
+// prints its report row; false when it failed
+bool run(const device & dev, const model & m, ggml_cpool_kind kind, bool overallocate) {
     std::string           label = std::string(ggml_cpool_kind_str(kind)) + (overallocate ? " 2x" : " 1x");
     ggml_cpool_ctx_params p     = ggml_cpool_ctx_default_params();
-    p.driver                    = drv;
+    p.driver                    = dev.drv;
     p.kind[0]                   = kind;
     ggml_cpool_ctx_t  ctx       = nullptr;
     ggml_cpool_t      pool      = nullptr;
@@ -78,13 +118,22 @@ bool run(ggml_cpool_driver_t drv, const model & m, ggml_cpool_kind kind, bool ov
         ggml_cpool_ctx_free(ctx);
         return st == GGML_CPOOL_STATUS_UNSUPPORTED;
     }
-    const llm_shape  shape  = { m.layers, m.embd, m.ff, m.embd / KV_HEAD_RATIO };
-    const int        errors = llm_session(pool, shape, overallocate, m.prompt, UBATCH, m.tokens);
+    int        failed_at = 0; // the context length of the pass that ran out of memory
+    const auto pass      = [&](int batch, int ctx_len) {
+        const int errors = llm_forward(pool, shape_of(m), overallocate, batch, ctx_len);
+        failed_at        = errors > 0 ? ctx_len : failed_at;
+        return errors;
+    };
+    const int        errors = llm_passes(pass, m.prompt, UBATCH, m.tokens, /*stop_at_failure*/ true);
     ggml_cpool_stats s;
     ggml_cpool_get_stats(pool, &s);
     report(label.c_str(), s, errors);
     ggml_cpool_ctx_free(ctx);
-    return true;
+    if (errors > 0) {
+        fprintf(stderr, "pool-demo: %s ran out of memory at a context of %d tokens (%s): the session stops there\n",
+                label.c_str(), failed_at, dev.sim ? "the sim driver's --capacity" : "the device");
+    }
+    return errors == 0;
 }
 
 int usage(const char * argv0) {
@@ -95,69 +144,108 @@ int usage(const char * argv0) {
     return 2;
 }
 
-// what the command line asks for
-struct arguments {
-    model             m;
-    std::string       driver_name;
-    std::string       kinds = "legacy,plain,vmm";
-    std::vector<bool> modes = { true, false }; // K/V conversions with and without OVERALLOCATE
+// `text` as a whole decimal number within [min, max]; false for anything else
+bool parse_number(const char * text, long min, long max, long * out) {
+    char * end = nullptr;
+    errno      = 0;
+    long v     = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+// the options that take a number, and the range each takes
+struct number_option {
+    const char * name;
+    long         min, max;
+    void (*set)(model & m, long v);
 };
 
-// false when the command line is malformed
-bool parse_arguments(int argc, char ** argv, arguments * a) {
-    model & m = a->m;
-    for (int i = 1; i < argc; i++) {
-        std::string  arg = argv[i];
-        const char * val = i + 1 < argc ? argv[i + 1] : nullptr;
-        if (val == nullptr) {
+const number_option NUMBER_OPTIONS[] = {
+    { "--layers", 1, MAX_LAYERS, [](model & m, long v) { m.layers           = int(v); } },
+    { "--embd", KV_HEAD_RATIO, MAX_WIDTH, [](model & m, long v) { m.embd= size_t(v); } },
+    { "--ff", 1, MAX_WIDTH, [](model & m, long v) { m.ff= size_t(v); } },
+    { "--prompt", 1, MAX_TOKENS, [](model & m, long v) { m.prompt= int(v); } },
+    { "--tokens", 0, MAX_TOKENS, [](model & m, long v) { m.tokens= int(v); } },
+    { "--capacity", 1, MAX_CAPACITY_MIB, [](model & m, long v) { m.capacity= size_t(v) * MiB; } },
+};
+
+// --kinds: the demo's kinds (legacy, plain, vmm), comma-separated, in any case; false for another
+bool parse_kinds(const char * text, std::vector<ggml_cpool_kind> * kinds, std::string * bad) {
+    kinds->clear();
+    for (const char * at = text;;) {
+        const char *    comma = strchr(at, ',');
+        std::string     name  = comma ? std::string(at, comma) : std::string(at);
+        ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO;
+        if (ggml_cpool_kind_from_str(name.c_str(), &kind) != GGML_CPOOL_STATUS_OK ||
+            (kind != GGML_CPOOL_KIND_LEGACY && kind != GGML_CPOOL_KIND_PLAIN && kind != GGML_CPOOL_KIND_VMM)) {
+            *bad = name;
             return false;
         }
-        i++;
-        if (arg == "--driver") {
-            a->driver_name = val;
-        } else if (arg == "--kinds") {
-            a->kinds = val;
-        } else if (arg == "--layers") {
-            m.layers = atoi(val);
-        } else if (arg == "--embd") {
-            m.embd = size_t(atol(val));
-        } else if (arg == "--ff") {
-            m.ff = size_t(atol(val));
-        } else if (arg == "--prompt") {
-            m.prompt = atoi(val);
-        } else if (arg == "--tokens") {
-            m.tokens = atoi(val);
-        } else if (arg == "--overallocate") {
-            a->modes = atoi(val) != 0 ? std::vector<bool>{ true } : std::vector<bool>{ false };
-        } else if (arg == "--capacity") {
-            m.capacity = size_t(atol(val)) * MiB;
-        } else {
-            return false;
+        kinds->push_back(kind);
+        if (comma == nullptr) {
+            return true;
+        }
+        at = comma + 1;
+    }
+}
+
+enum class parsed { ok, bad_value, unknown };
+
+// one option and its value into `a`; a value it does not take: one line saying what it takes
+parsed parse_option(const std::string & arg, const char * val, arguments * a) {
+    for (const number_option & o : NUMBER_OPTIONS) {
+        long v = 0;
+        if (arg == o.name && !parse_number(val, o.min, o.max, &v)) {
+            fprintf(stderr, "pool-demo: %s %s: it takes a whole number from %ld to %ld\n", o.name, val, o.min, o.max);
+            return parsed::bad_value;
+        }
+        if (arg == o.name) {
+            o.set(a->m, v);
+            return parsed::ok;
         }
     }
-    return m.layers >= 1 && m.embd >= KV_HEAD_RATIO && m.ff >= 1 && m.prompt >= 1 && m.tokens >= 0 && m.capacity > 0;
+    std::string bad;
+    if (arg == "--driver" && strcasecmp(val, "cuda") != 0 && strcasecmp(val, "sim") != 0) {
+        fprintf(stderr, "pool-demo: --driver %s: it takes cuda or sim (without it: cuda where a device is, else sim)\n",
+                val);
+    } else if (arg == "--driver") {
+        a->driver = strcasecmp(val, "sim") == 0 ? driver_choice::sim : driver_choice::cuda;
+        return parsed::ok;
+    } else if (arg == "--overallocate" && strcmp(val, "1") != 0 && strcmp(val, "0") != 0) {
+        fprintf(stderr, "pool-demo: --overallocate %s: it takes 1 (growing requests) or 0 (plain ones)\n", val);
+    } else if (arg == "--overallocate") {
+        a->modes = { strcmp(val, "1") == 0 };
+        return parsed::ok;
+    } else if (arg == "--kinds" && !parse_kinds(val, &a->kinds, &bad)) {
+        fprintf(stderr, "pool-demo: --kinds %s: '%s' is not one of legacy, plain, vmm\n", val, bad.c_str());
+    } else {
+        return arg == "--kinds" ? parsed::ok : parsed::unknown;
+    }
+    return parsed::bad_value;
 }
 
 // the real device when there is one (or when asked), else the sim driver with `capacity` bytes;
-// nullptr when the one asked for is unavailable
-ggml_cpool_driver_t open_driver(const std::string & name, size_t capacity) {
-    ggml_cpool_driver_t   drv = nullptr;
+// no driver when the one asked for is unavailable
+device open_driver(driver_choice choice, size_t capacity) {
+    device                dev;
     ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
     sim.capacity              = capacity;
-    if (name != "sim") {
-        if (ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &drv) != GGML_CPOOL_STATUS_OK) {
-            if (name == "cuda") {
-                fprintf(stderr, "pool-demo: the cuda driver is unavailable\n");
-                return nullptr;
-            }
-            printf("no CUDA device: running on the sim driver (%.0f MiB of host memory acting as a device)\n",
-                   double(capacity) / MiB);
+    if (choice != driver_choice::sim &&
+        ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &dev.drv) != GGML_CPOOL_STATUS_OK) {
+        if (choice == driver_choice::cuda) {
+            fprintf(stderr, "pool-demo: the cuda driver is unavailable\n");
+            return dev;
         }
+        printf("no CUDA device: running on the sim driver (%.0f MiB of host memory acting as a device)\n",
+               double(capacity) / MiB);
     }
-    if (drv == nullptr && ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv) != GGML_CPOOL_STATUS_OK) {
-        return nullptr;
+    if (dev.drv == nullptr) {
+        dev.sim = ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &dev.drv) == GGML_CPOOL_STATUS_OK;
     }
-    return drv;
+    return dev;
 }
 
 void print_header(const model & m) {
@@ -169,48 +257,51 @@ void print_header(const model & m) {
            "");
 }
 
-// a session, and its row, for each kind named and each mode; the exit status: 2 when a kind is
-// unknown, 1 when a session failed
-int run_kinds(ggml_cpool_driver_t drv, const arguments & a) {
-    const std::string & kinds  = a.kinds;
-    int                 status = 0;
-    size_t              start  = 0;
-    while (start < kinds.size()) {
-        size_t      end  = kinds.find(',', start);
-        std::string name = kinds.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start            = end == std::string::npos ? kinds.size() : end + 1;
-        ggml_cpool_kind kind;
-        if (!parse_kind(name, &kind)) {
-            fprintf(stderr, "pool-demo: unknown pool kind '%s'\n", name.c_str());
-            status = 2;
-            continue;
-        }
+// a session, and its row, for each kind and mode; the exit status: 1 when a session failed
+int run_kinds(const device & dev, const arguments & a) {
+    int status = 0;
+    for (ggml_cpool_kind kind : a.kinds) {
         for (bool overallocate : a.modes) {
-            status = run(drv, a.m, kind, overallocate) ? status : 1;
+            status = run(dev, a.m, kind, overallocate) ? status : 1;
         }
     }
     return status;
+}
+
+// whether the model fits the sim device at all (a real device: whether it fits is for its sessions to find)
+bool fits(const device & dev, const model & m) {
+    const size_t least = dev.sim ? least_memory(m) : 0;
+    if (least > m.capacity) {
+        fprintf(stderr,
+                "pool-demo: the model holds up to %.1f MiB at once, more than the sim device's %zu MiB "
+                "(--capacity): no pool can run it\n",
+                double(least) / MiB, m.capacity / MiB);
+    }
+    return least <= m.capacity;
 }
 
 } // namespace
 
 int main(int argc, char ** argv) {
     arguments a;
-    if (!parse_arguments(argc, argv, &a)) {
-        return usage(argv[0]);
+    for (int i = 1; i < argc; i += 2) {
+        const parsed p = i + 1 < argc ? parse_option(argv[i], argv[i + 1], &a) : parsed::unknown;
+        if (p != parsed::ok) {
+            return p == parsed::unknown ? usage(argv[0]) : 2;
+        }
     }
-    ggml_cpool_driver_t drv = open_driver(a.driver_name, a.m.capacity);
-    if (drv == nullptr) {
+    const device dev = open_driver(a.driver, a.m.capacity);
+    if (dev.drv == nullptr) {
         return 1;
     }
-    if (!contexts_available(drv)) {
-        ggml_cpool_driver_release(drv);
+    if (!contexts_available(dev.drv) || !fits(dev, a.m)) {
+        ggml_cpool_driver_release(dev.drv);
         return 1;
     }
     print_header(a.m);
-    const int status = run_kinds(drv, a);
-    size_t    left   = ggml_cpool_driver_outstanding(drv);
+    const int status = run_kinds(dev, a);
+    size_t    left   = ggml_cpool_driver_outstanding(dev.drv);
     printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
-    ggml_cpool_driver_release(drv);
+    ggml_cpool_driver_release(dev.drv);
     return left == 0 ? status : 1;
 }

@@ -1,10 +1,11 @@
-// The adapter's run-time settings (adapter-settings.cuh), read from the environment once.
+// The adapter's run-time settings (adapter-settings.cuh), read from the environment once by the
+// module's reader.
 
 #include "adapter-settings.cuh"
 
 #include "common.cuh"
-#include "ggml-cuda-pool-options.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,104 +13,77 @@ namespace cpool_adapter {
 
 namespace {
 
-// the variables are rows of the module's options table (ggml-cuda-pool-options.h), which says what each one takes
-const char * env_name(ggml_cpool_option o) {
-    return ggml_cpool_option_name(o);
+// a bad setting ends the run before a model loads, with its one line (the module's, or the
+// adapter's through GGML_LOG_ERROR) and no backtrace: nothing has been computed that a core would explain
+[[noreturn]] void end_run() {
+    exit(EXIT_FAILURE);
 }
 
-const char * env_text(ggml_cpool_option o) {
-    return getenv(env_name(o));
+// a row of the options table by the module's reader; a bad value ends the run with the reader's line
+ggml_cpool_option_value read(ggml_cpool_option o) {
+    ggml_cpool_option_value v;
+    if (ggml_cpool_option_read(o, &v) != GGML_CPOOL_STATUS_OK) {
+        end_run();
+    }
+    return v;
 }
 
-// a configuration by its name: ggml's own pools (ggml, ggml-legacy) or a module kind, named as
-// GGML_CUDA_POOL names it (the module's kind names, ggml_cpool_kind_from_str); false for neither
-bool choice_of(const char * name, choice * c) {
-    c->name  = name;
-    c->pools = c->name == "ggml" ? owner::ggml : c->name == "ggml-legacy" ? owner::ggml_legacy : owner::module;
-    return c->pools != owner::module || ggml_cpool_kind_from_str(name, &c->kind) == GGML_CPOOL_STATUS_OK;
-}
-
-// a rotation's entry is named by the adapter, not read from the environment by the module: an
-// unknown name ends the process as a malformed GGML_CUDA_POOL does
-choice rotation_entry(const std::string & name) {
+// a configuration by the word the reader gave: ggml's own pools (ggml, ggml-legacy) or a module kind
+choice choice_of(const char * word) {
     choice c;
-    if (choice_of(name.c_str(), &c)) {
-        return c;
+    c.name  = word;
+    c.pools = c.name == "ggml" ? owner::ggml : c.name == "ggml-legacy" ? owner::ggml_legacy : owner::module;
+    if (c.pools == owner::module) {
+        (void) ggml_cpool_kind_from_str(word, &c.kind); // the row's other words are the module's kind names
     }
-    std::string kinds; // the names the module gives its kinds
-    for (int k = 0; k < GGML_CPOOL_KIND_COUNT; k++) {
-        kinds += std::string(kinds.empty() ? "" : ", ") + ggml_cpool_kind_str(ggml_cpool_kind(k));
-    }
-    GGML_ABORT("ggml-cuda-pool: %s names '%s', which is neither ggml, ggml-legacy nor a pool kind (%s)",
-               env_name(GGML_CPOOL_OPTION_ROTATE), name.c_str(), kinds.c_str());
+    return c;
 }
 
-// GGML_CUDA_POOL_ROTATE's entries, comma-separated
-std::vector<choice> rotation(const char * rotate) {
-    std::vector<choice> entries;
-    for (const char * at = rotate; at != nullptr && *at != '\0';) {
-        const char * end = strchr(at, ',');
-        entries.push_back(rotation_entry(end ? std::string(at, end) : std::string(at)));
-        at = end ? end + 1 : nullptr;
-    }
-    return entries;
-}
-
-// GGML_CUDA_POOL_KV_F16: graph (the default), pool or pool-1x; anything else keeps the default, with a warning
-void read_kv_f16(settings * c) {
-    const char * kv = env_text(GGML_CPOOL_OPTION_KV_F16);
-    if (kv != nullptr && (strcmp(kv, "pool") == 0 || strcmp(kv, "pool-1x") == 0)) {
-        c->kv_in_pool = true;
-        c->kv_growing = strcmp(kv, "pool") == 0;
-    } else if (kv != nullptr && *kv != '\0' && strcmp(kv, "graph") != 0) {
-        GGML_LOG_WARN("ggml-cuda-pool: %s=%s is neither graph, pool nor pool-1x; the conversions stay in the graph "
-                      "allocator's buffer\n",
-                      env_name(GGML_CPOOL_OPTION_KV_F16), kv);
-    }
-}
-
-// GGML_CUDA_POOL_ON_OOM: error (the default) or abort
-void read_on_oom(settings * c) {
-    const char * v = env_text(GGML_CPOOL_OPTION_ON_OOM);
-    if (v == nullptr || strcmp(v, "error") == 0) {
+// GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
+void open_stats(const ggml_cpool_option_value & v, settings * c) {
+    if (!v.on) {
         return;
     }
-    if (strcmp(v, "abort") != 0) {
-        GGML_ABORT("ggml-cuda-pool: %s=%s is neither error nor abort", env_name(GGML_CPOOL_OPTION_ON_OOM), v);
+    c->stats     = v.path ? v.path : "-";
+    c->stats_out = v.path ? fopen(v.path, "a") : stderr;
+    if (c->stats_out == nullptr) {
+        GGML_LOG_ERROR("ggml-cuda-pool: %s=%s: cannot open it for appending (%s)\n",
+                       ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS), v.path, strerror(errno));
+        end_run();
     }
-    c->oom_fails_compute = false;
 }
 
 settings read_settings() {
-    settings     c;
-    const char * pool = env_text(GGML_CPOOL_OPTION_POOL);
-    if (pool != nullptr) {
-        // a name that is no configuration leaves the kind AUTO: the module reads GGML_CUDA_POOL
-        // itself and refuses it, with its reason
-        (void) choice_of(pool, &c.pools);
-    }
-    const char * rotate = env_text(GGML_CPOOL_OPTION_ROTATE);
-    if (rotate != nullptr && *rotate != '\0' && pool != nullptr) {
+    settings                      c;
+    const ggml_cpool_option_value pool   = read(GGML_CPOOL_OPTION_POOL);
+    const ggml_cpool_option_value rotate = read(GGML_CPOOL_OPTION_ROTATE);
+    if (pool.set && rotate.set) {
         // the module reads GGML_CUDA_POOL itself: it would refuse ggml's names and decide auto entries
-        const char * pool_name = env_name(GGML_CPOOL_OPTION_POOL);
-        GGML_ABORT("ggml-cuda-pool: %s replaces %s; unset %s", env_name(GGML_CPOOL_OPTION_ROTATE), pool_name,
-                   pool_name);
+        const char * pool_name = ggml_cpool_option_name(GGML_CPOOL_OPTION_POOL);
+        GGML_LOG_ERROR("ggml-cuda-pool: %s replaces %s; unset %s\n", ggml_cpool_option_name(GGML_CPOOL_OPTION_ROTATE),
+                       pool_name, pool_name);
+        end_run();
     }
-    c.rotate = rotation(rotate);
-    read_kv_f16(&c);
-    read_on_oom(&c);
-    c.stats = stats_target();
+    if (pool.set) {
+        c.pools = choice_of(pool.word);
+    }
+    for (int i = 0; i < rotate.count; i++) {
+        c.rotate.push_back(choice_of(ggml_cpool_option_entry(GGML_CPOOL_OPTION_ROTATE, rotate.text, i)));
+    }
+    const ggml_cpool_option_value kv  = read(GGML_CPOOL_OPTION_KV_F16); // graph (the default), pool, pool-1x
+    c.kv_in_pool                      = kv.set && strcmp(kv.word, "graph") != 0;
+    c.kv_growing                      = !kv.set || strcmp(kv.word, "pool-1x") != 0;
+    const ggml_cpool_option_value oom = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
+    c.oom_fails_compute               = !oom.set || strcmp(oom.word, "abort") != 0;
+    open_stats(read(GGML_CPOOL_OPTION_STATS), &c);
     return c;
 }
 
 } // namespace
 
-std::string stats_target() {
-    const char * stats = env_text(GGML_CPOOL_OPTION_STATS);
-    if (stats == nullptr || *stats == '\0' || strcmp(stats, "0") == 0) {
-        return "";
-    }
-    return strcmp(stats, "1") == 0 ? "-" : stats;
+bool stats_asked() {
+    ggml_cpool_option_value v;
+    return ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &v) == GGML_CPOOL_STATUS_OK && v.on;
 }
 
 const settings & config() {
@@ -120,5 +94,9 @@ const settings & config() {
 } // namespace cpool_adapter
 
 void ggml_cuda_cpool_check_settings() {
+    cpool_adapter::route_module_log(); // the one line of a bad value goes through ggml's logger (an error)
+    if (ggml_cpool_options_check() != GGML_CPOOL_STATUS_OK) {
+        cpool_adapter::end_run(); // every row is checked, the module's included: none waits for the first pool
+    }
     (void) cpool_adapter::config();
 }

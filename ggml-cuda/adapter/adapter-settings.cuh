@@ -1,11 +1,14 @@
 #pragma once
-// The adapter's run-time settings, read once from the environment: whose pools serve each backend
-// context (GGML_CUDA_POOL, or GGML_CUDA_POOL_ROTATE's configurations in turn), where the
-// flash-attention K/V f16 conversions live (GGML_CUDA_POOL_KV_F16) and where the statistics lines
-// go (GGML_CUDA_POOL_STATS).
+// The adapter's run-time settings, read once from the environment by the module's reader
+// (ggml_cpool_option_read: one rule for every row of ggml-cuda-pool-options.h): whose pools serve
+// each backend context (GGML_CUDA_POOL, or GGML_CUDA_POOL_ROTATE's configurations in turn), where
+// the flash-attention K/V f16 conversions live (GGML_CUDA_POOL_KV_F16), what an out-of-memory
+// inside a compute does (GGML_CUDA_POOL_ON_OOM) and where the statistics lines go
+// (GGML_CUDA_POOL_STATS).
 
 #include "ggml-cuda-pool.h"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -25,16 +28,22 @@ struct settings {
     std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
     bool                kv_in_pool = false;
     bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
-    std::string         stats;             // empty: none; "-": stderr; else a file to append to
+    std::string         stats;             // empty: none; "-": stderr; else the file
+    // where the lines go: stderr, or the file, opened for appending when the settings were read
+    FILE *              stats_out = nullptr;
     // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process
     bool                oom_fails_compute = true;
 };
 
-// where GGML_CUDA_POOL_STATS sends the lines ("": none, "-": stderr, else a file), from the environment now
-std::string stats_target();
+// whether GGML_CUDA_POOL_STATS asks for the lines, from the environment now, saying nothing of a
+// bad value (the settings' reading says it)
+bool stats_asked();
 
-// the settings, read at the first call; a rotation entry that names no configuration, or
-// GGML_CUDA_POOL_ROTATE set together with GGML_CUDA_POOL, ends the process
+// the settings, read at the first call (ggml_cuda_cpool_check_settings, when ggml-cuda initializes):
+// a bad value, or GGML_CUDA_POOL_ROTATE set together with GGML_CUDA_POOL, ends the run with one line
 const settings & config();
+
+// the module's lines through ggml's logger from now on (once): from the settings' reading on
+void route_module_log();
 
 } // namespace cpool_adapter

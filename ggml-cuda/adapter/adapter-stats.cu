@@ -19,23 +19,21 @@ namespace {
 // one statistics line, where GGML_CUDA_POOL_STATS asks for them
 void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
 void report_line(const char * fmt, ...) {
-    const std::string & where = config().stats;
-    if (where.empty()) {
+    const settings & c = config();
+    if (c.stats_out == nullptr) {
         return;
     }
     static std::mutex           mutex;
     std::lock_guard<std::mutex> lock(mutex);
-    FILE *                      out = where == "-" ? stderr : fopen(where.c_str(), "a");
-    if (out == nullptr) {
-        GGML_LOG_WARN("ggml-cuda-pool: cannot append the pool statistics to %s\n", where.c_str());
-        return;
-    }
-    va_list args;
+    static bool                 warned = false; // one line for a file that stopped taking them, not one per pool
+    va_list                     args;
     va_start(args, fmt);
-    vfprintf(out, fmt, args);
+    // flushed line by line: a snapshot is read while the process lives, and processes may share the file
+    const bool written = vfprintf(c.stats_out, fmt, args) >= 0 && fflush(c.stats_out) == 0;
     va_end(args);
-    if (out != stderr) {
-        fclose(out);
+    if (!written && !warned) {
+        warned = true;
+        GGML_LOG_WARN("ggml-cuda-pool: cannot append the pool statistics to %s\n", c.stats.c_str());
     }
 }
 
@@ -47,7 +45,7 @@ void ask_snapshot(int /*signal*/) {
 
 bool install_snapshot_handler() {
 #if defined(SIGUSR1)
-    if (stats_target().empty()) {
+    if (!stats_asked()) {
         return false;
     }
     struct sigaction current = {};

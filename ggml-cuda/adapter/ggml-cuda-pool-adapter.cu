@@ -43,6 +43,7 @@ void forward_log(ggml_cpool_log_level level, const char * text, void * /*user_da
 }
 
 std::shared_ptr<ggml_cuda_cpool_session> open_session() {
+    route_module_log();
     static std::atomic<uint64_t> sessions{ 0 };
     const settings &             c       = config();
     auto                         session = std::make_shared<ggml_cuda_cpool_session>();
@@ -53,8 +54,6 @@ std::shared_ptr<ggml_cuda_cpool_session> open_session() {
     if (pick.pools != owner::module) {
         return session;
     }
-    static std::once_flag logger;
-    std::call_once(logger, [] { ggml_cpool_log_set(forward_log, nullptr); });
     ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params();       // the cuda driver; kinds from the environment
     std::fill(std::begin(params.kind), std::end(params.kind), pick.kind); // AUTO leaves them there
     ggml_cpool_status st = ggml_cpool_ctx_create(&params, &session->ctx);
@@ -65,6 +64,11 @@ std::shared_ptr<ggml_cuda_cpool_session> open_session() {
 }
 
 } // namespace
+
+void route_module_log() {
+    static std::once_flag logger;
+    std::call_once(logger, [] { ggml_cpool_log_set(forward_log, nullptr); });
+}
 
 ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx) {
     if (!ctx.cpool_session) {

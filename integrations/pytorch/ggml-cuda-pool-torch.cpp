@@ -5,8 +5,8 @@
 
 #include "ggml-cuda-pool-torch.h"
 
-#include "ggml-cuda-pool-options.h"
 #include "torch-allocator.h"
+#include "torch-settings.h"
 
 #include <cuda_runtime_api.h>
 
@@ -20,9 +20,10 @@
 
 namespace {
 
-constexpr const char * STDERR = "-";
+using gcp_torch::STATS_STDERR;
 
 std::atomic<gcp_torch::torch_allocator *> made{ nullptr }; // for the report, which makes nothing
+std::string stats_where; // GGML_CUDA_POOL_STATS, read with the settings: the lines at exit go there
 
 void log_line(const char * line) {
     fprintf(stderr, "%s\n", line);
@@ -40,15 +41,6 @@ bool wait_stream(int device, void * stream) {
     return true;
 }
 
-// where GGML_CUDA_POOL_STATS sends the lines at exit: "" nowhere, "-" stderr, else a file
-std::string stats_target() {
-    const char * v = getenv(ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS));
-    if (v == nullptr || *v == '\0' || strcmp(v, "0") == 0) {
-        return "";
-    }
-    return strcmp(v, "1") == 0 ? STDERR : v;
-}
-
 int write_lines(const char * where) {
     gcp_torch::torch_allocator * a = made.load();
     if (a == nullptr) {
@@ -56,7 +48,7 @@ int write_lines(const char * where) {
     }
     try {
         std::vector<std::string> lines = a->stats_lines();
-        const bool               err   = strcmp(where, STDERR) == 0;
+        const bool               err   = strcmp(where, STATS_STDERR) == 0;
         FILE *                   out   = err ? stderr : fopen(where, "a");
         if (out == nullptr) {
             fprintf(stderr, "ggml-cuda-pool-torch: cannot append the pool statistics to %s\n", where);
@@ -77,13 +69,16 @@ int write_lines(const char * where) {
 }
 
 void report_at_exit() {
-    const std::string where = stats_target();
-    (void) write_lines(where.c_str());
+    (void) write_lines(stats_where.c_str());
 }
 
 gcp_torch::torch_allocator * make_allocator() {
-    const char *          kind   = getenv(ggml_cpool_option_name(GGML_CPOOL_OPTION_POOL)); // unset or empty: legacy
-    ggml_cpool_ctx_params params = gcp_torch::context_params(kind);
+    // the library's settings first: a file the lines cannot go to is refused now, not at exit
+    if (gcp_torch::stats_target(&stats_where) != GGML_CPOOL_STATUS_OK) {
+        fprintf(stderr, "ggml-cuda-pool-torch: %s; every allocation returns NULL\n", gcp_torch::module_reason());
+        return nullptr;
+    }
+    ggml_cpool_ctx_params params = gcp_torch::context_params(); // GGML_CUDA_POOL unset or empty: legacy
     ggml_cpool_ctx_t      ctx    = nullptr;
     ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
@@ -102,7 +97,7 @@ gcp_torch::torch_allocator * make_allocator() {
     }
     made.store(a);
     // registered after the runtime's own exit handler (the context's creation initialized it), so it runs first
-    if (!stats_target().empty() && std::atexit(report_at_exit) != 0) {
+    if (!stats_where.empty() && std::atexit(report_at_exit) != 0) {
         fprintf(stderr, "ggml-cuda-pool-torch: cannot register the statistics at exit\n");
     }
     return a;
@@ -141,5 +136,5 @@ extern "C" void ggml_cuda_pool_torch_free(void * ptr, size_t size, int device, v
 }
 
 extern "C" int ggml_cuda_pool_torch_report(const char * where) {
-    return write_lines(where != nullptr ? where : STDERR);
+    return write_lines(where != nullptr ? where : STATS_STDERR);
 }

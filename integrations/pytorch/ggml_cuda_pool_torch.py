@@ -21,16 +21,22 @@ LIBRARY_NAME = "libggml-cuda-pool-torch.so"
 # (include/ggml-cuda-pool-options.h), which a Python file cannot include: tests/test-docs.cpp checks both
 LIBRARY_ENV = "GGML_CUDA_POOL_TORCH_LIBRARY"
 KINDS = ("auto", "legacy", "plain", "vmm", "async")  # the module's kind names (test-docs.cpp checks them too)
+# taken in any case, as the module takes GGML_CUDA_POOL (the options table's rule)
 
 _installed = None  # (path, kind) once installed
 
 
 def find_library(library=None):
     """The library's path: `library`, else GGML_CUDA_POOL_TORCH_LIBRARY, else next to this file
-    (the build copies this file there), else the default build directory of this checkout."""
+    (the build copies this file there), else the default build directory of this checkout. A
+    GGML_CUDA_POOL_TORCH_LIBRARY that names no file is an error, not a reason to look elsewhere;
+    set empty, it is unset."""
     here = os.path.dirname(os.path.abspath(__file__))
+    named = os.environ.get(LIBRARY_ENV)
+    if not library and named and not os.path.isfile(named):
+        raise FileNotFoundError(f"{LIBRARY_ENV}={named}: no such file; it takes a path: where {LIBRARY_NAME} is")
     candidates = [library] if library else [
-        os.environ.get(LIBRARY_ENV),
+        named,
         os.path.join(here, LIBRARY_NAME),
         os.path.join(here, "..", "..", "build", "integrations", "pytorch", LIBRARY_NAME),
     ]
@@ -43,14 +49,15 @@ def find_library(library=None):
 
 def use_ggml_cuda_pool(kind, library=None):
     """Makes the module PyTorch's CUDA allocator for the rest of the process. kind: one of KINDS,
-    or None to leave GGML_CUDA_POOL as the environment has it (unset: legacy). Must come before
-    the first CUDA allocation: PyTorch cannot change an allocator that has served one. Returns
-    the library's path."""
+    in any case, or None to leave GGML_CUDA_POOL as the environment has it (unset or empty:
+    legacy). Must come before the first CUDA allocation: PyTorch cannot change an allocator that
+    has served one. Returns the library's path."""
     global _installed
     import torch
 
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"unknown pool kind {kind!r}: one of {', '.join(KINDS)}")
+    if kind is not None and (not isinstance(kind, str) or kind.lower() not in KINDS):
+        raise ValueError(f"unknown pool kind {kind!r}: one of {', '.join(KINDS)}, in any case")
+    kind = kind.lower() if kind is not None else None
     path = find_library(library)
     if _installed is not None:
         if _installed == (path, kind):

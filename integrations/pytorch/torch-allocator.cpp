@@ -4,7 +4,6 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <iterator>
 #include <new>
 #include <utility>
 
@@ -20,14 +19,6 @@ constexpr size_t LINE_LENGTH = 512;
 constexpr size_t TORCH_ALIGNMENT = 512;
 
 } // namespace
-
-ggml_cpool_ctx_params context_params(const char * pool_env) {
-    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
-    if (pool_env == nullptr || *pool_env == '\0') {
-        std::fill(std::begin(p.kind), std::end(p.kind), GGML_CPOOL_KIND_LEGACY);
-    }
-    return p;
-}
 
 torch_allocator::torch_allocator(ggml_cpool_ctx_t ctx, platform p) : ctx_(ctx), platform_(std::move(p)) {}
 

@@ -30,13 +30,6 @@ struct platform {
     std::function<void(const char * line)>         log;
 };
 
-// PyTorch frees in whatever order Python drops tensors and keeps its weights in the same pool: the
-// VMM pool finds a hole for such frees by a scan of its blocks, the legacy pool by a binary
-// search over its sizes, so where GGML_CUDA_POOL is unset or empty (`pool_env`) the context asks
-// for the legacy kind; any other value is the module's to read (`auto`: its own default, VMM
-// where the device has it).
-ggml_cpool_ctx_params context_params(const char * pool_env);
-
 // the module's last warning or error line on this thread, or where its reason is when it gave
 // one at a lower level (a missing device is said at info)
 inline const char * module_reason() {

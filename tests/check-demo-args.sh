@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# pool-demo's command line and capacity: a value an option does not take is one line naming the
+# option and a non-zero exit (not the automatic choice, not 1 for 2); a sim capacity the model
+# cannot fit ends the demo at once with one line naming the sim driver; a capacity some sessions
+# run out of stops each of those at its failing pass, says so, and exits non-zero, promptly.
+#   check-demo-args.sh PATH/TO/pool-demo
+set -u
+demo=$1
+failed=0
+small=(--layers 1 --embd 64 --ff 64 --prompt 8 --tokens 2)
+# a run that should be prompt: the whole default model runs in about a second on the sim driver
+run() { timeout 60 env -u GGML_CUDA_POOL -u GGML_CUDA_NO_VMM -u GGML_CUDA_POOL_FAULT -u GGML_CUDA_POOL_LOG "$demo" "$@" 2>&1; }
+fail() {
+    echo "FAIL $1; output:"
+    echo "$2" | head -20
+    failed=1
+}
+
+for bad in "--driver gpu" "--overallocate 2" "--layers 2x" "--kinds legacy,fastest"; do
+    option=${bad%% *}
+    out=$(run "${small[@]}" $bad)
+    rc=$?
+    lines=$(grep -c -- "$option" <<<"$out")
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$lines" -ne 1 ] || [ "$(grep -c . <<<"$out")" -ne 1 ]; then
+        fail "$bad: exit $rc, $lines lines naming $option" "$out"
+    else
+        echo "ok   $bad: exit $rc, one line: $out"
+    fi
+done
+
+out=$(run --driver sim --capacity 10)
+rc=$?
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$(grep -c . <<<"$out")" -ne 1 ] || ! grep -q "sim device" <<<"$out" ||
+    grep -q "CUDA" <<<"$out"; then
+    fail "--capacity 10: exit $rc, wanted one line naming the sim device and none claiming CUDA" "$out"
+else
+    echo "ok   --capacity 10: exit $rc, one line: $out"
+fi
+
+# 260 MiB holds the model at once (256 MiB), but not every kind's way of growing: those sessions stop
+out=$(run --driver sim --capacity 260)
+rc=$?
+stopped=$(grep -c "ran out of memory at a context of [0-9]* tokens (the sim driver's --capacity)" <<<"$out")
+if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$stopped" -lt 1 ] || [ "$(grep -c "failed: out of memory" <<<"$out")" -gt 100 ]; then
+    fail "--capacity 260: exit $rc, $stopped sessions said they stopped" "$out"
+else
+    echo "ok   --capacity 260: exit $rc, $stopped sessions stopped at their failing pass"
+fi
+
+out=$(run --driver sim "${small[@]}" --capacity 64)
+rc=$?
+[ "$rc" -eq 0 ] && echo "ok   a model that fits: exit 0" || fail "a model that fits: exit $rc" "$out"
+exit $failed
