@@ -1,7 +1,7 @@
 // What a miss takes when the device cannot give what it asks for: a growing request's doubling
 // (OVERALLOCATE, or up to its limit) and a request's 5% look-ahead give way before the request
-// fails, so a request that fits at its own size is served. The legacy kinds, on the sim driver,
-// whose capacity decides what fits; each case returned OUT_OF_MEMORY before the fallback.
+// fails, so a request that fits at its own size is served. Every kind, on the sim driver, whose
+// capacity decides what fits; each case returned OUT_OF_MEMORY before the fallback.
 
 #include "harness.h"
 
@@ -94,7 +94,10 @@ TEST_P(Fallback, ARequestTooLargeEvenAtItsOwnSizeStillFails) {
     release(pool_, b);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, Fallback, testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN), kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, Fallback,
+                         testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
+                                         GGML_CPOOL_KIND_ASYNC),
+                         kind_name);
 
 // The legacy kinds: the look-ahead gives way too, and the order says what each is worth. A
 // doubling or a look-ahead that fits once the cache went back is taken after the recovery (the

@@ -158,6 +158,21 @@ TEST_P(Faults, APersistentRefusalReturnsOutOfMemoryPromptly) {
     expect_consistent(pool_);
 }
 
+// a growing request's doubling refused twice, with nothing cached: the request takes its own size
+// before the retries that pause (7 ms on a real device)
+TEST_P(Faults, ARefusedDoublingGivesWayBeforeTheRetriesThatPause) {
+    constexpr size_t SIZE = 16 * MiB;
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "1,2").c_str()), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    buf         b = alloc(pool_, SIZE, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 2u);
+    EXPECT_GE(b.size, SIZE);
+    EXPECT_LT(b.size, 2 * SIZE) << "its own size";
+    EXPECT_EQ(log.count("of 3 after a pause"), 0u) << "served before any retry that pauses";
+    EXPECT_TRUE(fill_and_check(which_, b.ptr, b.size, 0x2d));
+    release(pool_, b);
+}
+
 // a fault window (while=<file>), as a server sees it: a graph's allocation fails while the window is
 // open, the graph gives back what it held (its compute unwinds), and once the window closes the
 // same graph is served again, by the memory the pool kept and the driver
