@@ -59,7 +59,8 @@ size_t pool_async::cached_bytes() const {
     return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
 }
 
-status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) {
+status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free cannot fail for want of room once the graph uses it
     reserve_at_least(capture_out_, capture_out_.size() + 1);
     const size_t best = smallest_fitting(capture_cache_, [&](size_t s) { return s >= bytes; });
@@ -73,6 +74,16 @@ status pool_async::alloc_in_capture(size_t bytes, void ** ptr, size_t * actual) 
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     status st = drv_.malloc(device_, bytes, ptr);
+    if (st == OUT_OF_MEMORY && fallback_bytes(r, bytes, 0, ALIGNMENT) != 0) {
+        // no synchronize or trim is legal here to make room for a growing request's doubling: the
+        // request alone (the cache's best fit, or a buffer of its own size)
+        driver_failed();
+        st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
+        if (st == OK) {
+            log_fallback(bytes, *actual, r.size);
+        }
+        return st;
+    }
     if (st != OK) {
         // no synchronize or trim is legal here to make room
         driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
@@ -113,10 +124,10 @@ void pool_async::release_capture_cache(bool force) {
 }
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     if (capturing()) {
-        return alloc_in_capture(bytes, ptr, actual);
+        return alloc_in_capture(r, ptr, actual);
     }
+    size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     drain(); // what a capture held back goes first (nothing to do when nothing was)
     reuse_cache::buffer again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
@@ -151,6 +162,17 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         if (st == OK) {
             stats_.flushes++;
             st = drv_.malloc_async(device_, bytes, stream_, ptr);
+        }
+        const size_t alone = fallback_bytes(r, bytes, 0, ALIGNMENT);
+        if (st == OUT_OF_MEMORY && alone != 0) {
+            // the doubling was worth giving the unused memory back, not the retries that only wait:
+            // a growing request the device will not double takes its own size
+            driver_failed();
+            st = drv_.malloc_async(device_, alone, stream_, ptr);
+            if (st == OK) {
+                log_fallback(bytes, alone, r.size);
+            }
+            bytes = alone;
         }
         if (st == OUT_OF_MEMORY) {
             driver_failed();

@@ -67,7 +67,7 @@ class pool_async final : public pool {
     }
     // an allocation while the stream is capturing: from the capture cache (best fit), else a
     // buffer of its own outside the graph
-    status alloc_in_capture(size_t bytes, void ** ptr, size_t * actual);
+    status alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
     void   release_capture_cache(bool force = false);
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)

@@ -74,7 +74,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
 
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     stats_.misses++;
-    const size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
+    size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
     keep_within_headroom(bytes);
     status st = OK;
@@ -86,8 +86,17 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         return OK;
     }
     if (st == OUT_OF_MEMORY) {
+        // during a capture nothing can be given back: the request at its own size at once
+        st               = capturing() ? fall_back(r, &bytes, ptr) : OUT_OF_MEMORY;
         const char * how = nullptr;
-        st               = recover(bytes, ptr, &how);
+        if (st == OUT_OF_MEMORY) {
+            st = recover(bytes, ptr, &how);
+        }
+        // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
+        // misses they spare), not a failed request: the request at its own size before it fails
+        if (st == OUT_OF_MEMORY && how != nullptr) {
+            st = fall_back(r, &bytes, ptr);
+        }
         if (st == OUT_OF_MEMORY && how != nullptr) {
             st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
             if (st != OK) {
@@ -111,6 +120,25 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     }
     *actual = bytes;
     return OK;
+}
+
+status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
+    const size_t refused = *bytes;
+    size_t       next    = fallback_bytes(r, refused, LOOK_AHEAD_DIVISOR, ROUNDING);
+    while (next != 0) {
+        driver_failed(); // the refusal before this attempt: the lines of the caller or below say how it ends
+        // the room kept for the buffer to come back follows its size (may throw: none is kept then)
+        bins_.unreserve(*bytes);
+        bins_.reserve(next);
+        *bytes = next;
+        if (drv_.malloc(device_, next, ptr) == OK) {
+            log_fallback(refused, next, r.size);
+            return OK;
+        }
+        next = fallback_bytes(r, next, LOOK_AHEAD_DIVISOR, ROUNDING);
+    }
+    driver_failed();
+    return OUT_OF_MEMORY;
 }
 
 bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {

@@ -1,7 +1,8 @@
 #pragma once
 // Legacy pool: caches whole freed buffers and serves best fit. On a driver out-of-memory it
 // frees least-recently-used cached buffers (3x the request), retries, then flushes everything
-// and retries once (option lru off: flush and retry only, the plain kind). What it holds stays
+// and retries once (option lru off: flush and retry only, the plain kind), then asks for the
+// request without its doubling or look-ahead before it gives up. What it holds stays
 // near what it has needed at once: before a miss takes more from the driver, cached buffers that
 // a growing request has outgrown, then least-recently-used ones, go back until the pool would
 // hold at most `headroom_pct` percent above its peak live bytes, so outgrown buffers are not
@@ -63,6 +64,9 @@ class pool_legacy final : public pool {
     // after a driver out-of-memory: reclaim, flush and retry; on OUT_OF_MEMORY *how says what
     // was tried, or stays null where a line said why nothing could be (a capture)
     status recover(size_t bytes, void ** ptr, const char ** how);
+    // after the driver refused *bytes for r: the request at the smaller sizes fallback_bytes
+    // gives, until one is taken (*bytes: the last size asked for, whose room the bins keep)
+    status fall_back(const request & r, size_t * bytes, void ** ptr);
     void   keep_within_headroom(size_t bytes);   // before a miss takes `bytes` more
     bool   release(const size_bins::buffer & b); // one cached buffer to the driver; false if refused
     // cached buffers in `which`, least recently used first, until `target` bytes went back

@@ -157,52 +157,77 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
             return st;
         }
     }
+    // a growing request whose doubling the range or the device refuses is served as one that does
+    // not grow (a hole, the top, a growth): nothing is cached to give back for the doubling, so
+    // before the retries that only wait
+    const bool doubled = fallback_bytes(r, bytes, 0, ALIGNMENT) != 0;
+    const auto alone   = [&] {
+        status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
+        if (st == OK) {
+            log_fallback(bytes, *actual, r.size);
+        }
+        return st;
+    };
+    if (doubled && bytes > reserve_size_ - used_) {
+        return alone();
+    }
     if (bytes > reserve_size_ - used_) {
         GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(), to_mib(bytes),
                      to_mib(used_), to_mib(reserve_size_));
         return OUT_OF_MEMORY;
     }
-    if (used_ + bytes > mapped_) {
+    if (used_ + bytes <= mapped_) {
+        stats_.hits++;
+    } else {
         stats_.misses++;
-        const size_t growth = used_ + bytes - mapped_;
-        status       st     = grow(growth);
-        if (st == OUT_OF_MEMORY && !capturing()) {
-            // nothing cached to give back: one retry once the stream's work (and other streams'
-            // frees) has landed, for a failure that has passed by then, then the transient retries
-            GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(growth));
-            st = synchronize();
-            if (st == OK) {
-                st = grow(growth);
-                GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
-            } else {
-                driver_failed(); // the failed growth is what the caller reports
-                st = OUT_OF_MEMORY;
-            }
-            if (st == OUT_OF_MEMORY) {
-                st = retry_transient([&] { return grow(growth); });
-            }
-            if (st == OUT_OF_MEMORY) {
-                GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
-                             "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                             name(), to_mib(bytes), to_mib(growth), to_mib(mapped_), to_mib(stats_.live_bytes),
-                             TRANSIENT_RETRIES);
-            }
-        } else if (st == OUT_OF_MEMORY) {
-            GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
-                         "memory, and no retry is legal there",
-                         name(), to_mib(bytes), to_mib(growth));
+        status st = grow(used_ + bytes - mapped_);
+        if (st == OUT_OF_MEMORY && doubled) {
+            stats_.misses--; // counted again as the request alone
+            return alone();
+        }
+        if (st == OUT_OF_MEMORY) {
+            st = retry_growth(bytes);
         }
         if (st != OK) {
             return st;
         }
-    } else {
-        stats_.hits++;
     }
     blocks_.push_back({ used_, bytes, false });
     *ptr    = reinterpret_cast<void *>(base_ + used_);
     *actual = bytes;
     used_ += bytes;
     return OK;
+}
+
+status pool_vmm::retry_growth(size_t bytes) {
+    const size_t growth = used_ + bytes - mapped_;
+    if (capturing()) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
+                     "memory, and no retry is legal there",
+                     name(), to_mib(bytes), to_mib(growth));
+        return OUT_OF_MEMORY;
+    }
+    // nothing cached to give back: one retry once the stream's work (and other streams' frees) has
+    // landed, for a failure that has passed by then, then the transient retries
+    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(growth));
+    status st = synchronize();
+    if (st == OK) {
+        st = grow(growth);
+        GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
+    } else {
+        driver_failed(); // the failed growth is what the caller reports
+        st = OUT_OF_MEMORY;
+    }
+    if (st == OUT_OF_MEMORY) {
+        st = retry_transient([&] { return grow(growth); });
+    }
+    if (st == OUT_OF_MEMORY) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
+                     "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
+                     name(), to_mib(bytes), to_mib(growth), to_mib(mapped_), to_mib(stats_.live_bytes),
+                     TRANSIENT_RETRIES);
+    }
+    return st;
 }
 
 void pool_vmm::do_free(void * ptr, size_t actual) noexcept {

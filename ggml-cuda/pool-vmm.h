@@ -56,6 +56,9 @@ class pool_vmm final : public pool {
 
     status reserve();
     status grow(size_t bytes); // map at least bytes more
+    // the top's growth for `bytes` was refused: a synchronize and one retry, then the transient
+    // retries; a line when they fail too (or at once during a capture, where none is legal)
+    status retry_growth(size_t bytes);
     // the smallest hole of at least `bytes`, split when larger; false when none holds it
     bool   take_hole(size_t bytes, void ** ptr);
     bool   unmap_last_chunk();

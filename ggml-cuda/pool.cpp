@@ -125,6 +125,11 @@ void pool::pin_release(uint64_t graph) {
     on_unpinned();
 }
 
+void pool::log_fallback(size_t refused, size_t taken, size_t size) const {
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                  to_mib(refused), to_mib(taken), to_mib(size));
+}
+
 void pool::pause_before_retry(int attempt) const {
     const uint32_t us = drv_.transient_pause_us();
     if (us != 0) {

@@ -90,17 +90,29 @@ class pool {
   protected:
     static constexpr size_t OVERALLOCATE_FACTOR = 2;
 
-    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), but no more than
-    // its limit, else the request and 1/look_ahead of it more (0: nothing more), rounded up to
-    // `rounding`
-    static size_t miss_bytes(const request & r, size_t look_ahead, size_t rounding) {
-        size_t bytes = r.size + (look_ahead != 0 ? r.size / look_ahead : 0);
-        if (r.growing()) {
-            const size_t doubled = OVERALLOCATE_FACTOR * r.size;
-            bytes                = r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled;
-        }
-        return round_up(bytes, rounding);
+    // the request and 1/look_ahead of it more (0: nothing more), rounded up to `rounding`
+    static size_t with_look_ahead(const request & r, size_t look_ahead, size_t rounding) {
+        return round_up(r.size + (look_ahead != 0 ? r.size / look_ahead : 0), rounding);
     }
+    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), but no more than
+    // its limit, rounded up to `rounding`; any other with its look-ahead
+    static size_t miss_bytes(const request & r, size_t look_ahead, size_t rounding) {
+        if (!r.growing()) {
+            return with_look_ahead(r, look_ahead, rounding);
+        }
+        const size_t doubled = OVERALLOCATE_FACTOR * r.size;
+        return round_up(r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled, rounding);
+    }
+    // after the driver refused `refused` bytes for a request: the next smaller size to ask for,
+    // the request with its look-ahead, then the request alone (0: none is smaller). The doubling
+    // and the look-ahead only spare later misses: they give way before the request fails
+    static size_t fallback_bytes(const request & r, size_t refused, size_t look_ahead, size_t rounding) {
+        const size_t ahead = with_look_ahead(r, look_ahead, rounding);
+        const size_t exact = round_up(r.size, rounding);
+        return ahead < refused ? ahead : exact < refused ? exact : 0;
+    }
+    // one line: `refused` bytes were refused for a request of `size`, which took `taken` instead
+    void                         log_fallback(size_t refused, size_t taken, size_t size) const;
     // A refusal may pass by itself (frees landing on other streams, another process giving memory
     // back): up to TRANSIENT_RETRIES more attempts, each after a pause that doubles from the
     // driver's (1 ms on a real device: 1 + 2 + 4 = 7 ms in all, so a refusal that persists still

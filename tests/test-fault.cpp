@@ -82,6 +82,13 @@ std::string failing(ggml_cpool_kind kind, const std::string & ks) {
     return spec;
 }
 
+// the attempts an ordinary request's refusal adds after the recovery: the legacy kinds ask once
+// for the request without its look-ahead before the transient retries; the others ask for the
+// request's own size from the start
+int own_size_attempts(ggml_cpool_kind kind) {
+    return kind == GGML_CPOOL_KIND_LEGACY || kind == GGML_CPOOL_KIND_PLAIN ? 1 : 0;
+}
+
 // oneshot=<size> waits for a miss made while the pool holds memory it could give back, so the
 // recovery it tests has something to recover: the seed's LRU reclaim for the legacy kind
 TEST_P(Faults, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
@@ -103,15 +110,18 @@ TEST_P(Faults, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
 }
 
 TEST_P(Faults, KthCallOfAKindFails) {
-    // the second call, the retry after a synchronize and the three transient retries fail
-    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "2,3,4,5,6").c_str()), GGML_CPOOL_STATUS_OK);
+    // the second call, the retry after a synchronize, the request at its own size (legacy kinds)
+    // and the three transient retries fail
+    const int own = own_size_attempts(kind_);
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, own ? "2,3,4,5,6,7" : "2,3,4,5,6").c_str()),
+              GGML_CPOOL_STATUS_OK);
     buf    a      = alloc(pool_, 4 * MiB);
     void * p      = nullptr;
     size_t actual = 0;
     EXPECT_EQ(ggml_cpool_alloc(pool_, 16 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY)
         << "nothing cached to reclaim: the status reaches the caller";
-    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 5u);
-    buf b = alloc(pool_, 16 * MiB); // the seventh call goes through
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), uint64_t(5 + own));
+    buf b = alloc(pool_, 16 * MiB); // the next call goes through
     release(pool_, b);
     release(pool_, a);
 }
@@ -124,7 +134,9 @@ TEST_P(Faults, TransientRefusalsAreOutlastedByTheRetries) {
     buf         a = alloc(pool_, 4 * MiB);
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 3u);
     EXPECT_EQ(stats_of(pool_).oom_returned, 0u);
-    EXPECT_EQ(log.count("retry 2 of 3 after a pause and a synchronize succeeded"), 1u);
+    // the legacy kinds' third attempt is the request at its own size
+    const std::string served = own_size_attempts(kind_) ? "retry 1 of 3" : "retry 2 of 3";
+    EXPECT_EQ(log.count(served + " after a pause and a synchronize succeeded"), 1u);
     EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty()) << "a refusal that passed is no warning";
     release(pool_, a);
 }
@@ -140,9 +152,25 @@ TEST_P(Faults, APersistentRefusalReturnsOutOfMemoryPromptly) {
     const auto  t0     = std::chrono::steady_clock::now();
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, PROMPTLY);
-    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 5u) << "the call, the retry after a synchronize, three retries";
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), uint64_t(5 + own_size_attempts(kind_)))
+        << "the call, the retry after a synchronize, the request at its own size (legacy kinds), three retries";
     EXPECT_EQ(log.lines(GGML_CPOOL_LOG_WARN).size(), 1u) << "one line for the failed allocation";
     expect_consistent(pool_);
+}
+
+// a growing request's doubling refused twice, with nothing cached: the request takes its own size
+// before the retries that pause (7 ms on a real device)
+TEST_P(Faults, ARefusedDoublingGivesWayBeforeTheRetriesThatPause) {
+    constexpr size_t SIZE = 16 * MiB;
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, failing(kind_, "1,2").c_str()), GGML_CPOOL_STATUS_OK);
+    log_capture log;
+    buf         b = alloc(pool_, SIZE, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 2u);
+    EXPECT_GE(b.size, SIZE);
+    EXPECT_LT(b.size, 2 * SIZE) << "its own size";
+    EXPECT_EQ(log.count("of 3 after a pause"), 0u) << "served before any retry that pauses";
+    EXPECT_TRUE(fill_and_check(which_, b.ptr, b.size, 0x2d));
+    release(pool_, b);
 }
 
 // a fault window (while=<file>), as a server sees it: a graph's allocation fails while the window is

@@ -212,8 +212,8 @@ TEST_F(Legacy, OutOfMemoryWithNothingCachedRetriesThenFails) {
     log_capture    log;
     const uint64_t mallocs = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC);
     EXPECT_EQ(ggml_cpool_alloc(pool_, 4 * MiB, 0, &p, &actual), GGML_CPOOL_STATUS_OUT_OF_MEMORY);
-    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC) - mallocs, 5u)
-        << "the call, one retry after a synchronize and three transient retries";
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC) - mallocs, 6u)
+        << "the call, one retry after a synchronize, the request without its look-ahead and three transient retries";
     EXPECT_EQ(log.count("failed with nothing cached .*; retrying once"), 1u);
     EXPECT_EQ(log.count("out of memory with nothing cached"), 1u);
     EXPECT_EQ(log.lines(GGML_CPOOL_LOG_WARN).size(), 1u) << "one line for the failed allocation";
