@@ -22,6 +22,7 @@ namespace {
 
 constexpr size_t CAPACITY = 256 * MiB;
 constexpr size_t SIZE     = 1 * MiB;
+constexpr size_t GiB      = 1024 * MiB;
 constexpr int    STREAMS  = slot_map::SLOTS + 1; // one more than a device has slots
 
 // a sim device, its streams, a context for PyTorch and the allocator over it
@@ -317,6 +318,31 @@ TEST(TorchKind, AnExportedEmptyPoolIsLegacy) {
     EXPECT_EQ(ggml_cpool_get_kind(pool_of(ctx)), GGML_CPOOL_KIND_LEGACY);
     EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty());
     ggml_cpool_ctx_free(ctx);
+}
+
+// a VMM pool can serve no tensor larger than its range: the module's default range (32 GiB) is
+// a quarter of an H200, so the library's asks for the device's memory
+TEST(TorchKind, AVmmPoolServesATensorAsLargeAsTheDeviceHolds) {
+    clean_env        env;
+    constexpr size_t DEVICE = 48 * GiB, TENSOR = 40 * GiB; // beyond the module's default range
+    sim_device       device(sim_params(DEVICE));
+    auto             served = [&](ggml_cpool_ctx_params p) {
+        p.driver = device.drv;
+        std::fill(std::begin(p.kind), std::end(p.kind), GGML_CPOOL_KIND_VMM);
+        ggml_cpool_ctx_t ctx = nullptr;
+        EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+        void *            ptr    = nullptr;
+        size_t            actual = 0;
+        log_capture       quiet;
+        ggml_cpool_status st = ggml_cpool_alloc(pool_of(ctx), TENSOR, 0, &ptr, &actual);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            EXPECT_EQ(ggml_cpool_free(pool_of(ctx), ptr, actual), GGML_CPOOL_STATUS_OK);
+        }
+        ggml_cpool_ctx_free(ctx);
+        return st == GGML_CPOOL_STATUS_OK;
+    };
+    EXPECT_FALSE(served(gcp_torch::context_params())) << "the control: the module's default range";
+    EXPECT_TRUE(served(gcp_torch::context_params(DEVICE)));
 }
 
 TEST(TorchStats, BooleanWordsAreStderrOrNoneAndElseAFileOpenedWhenRead) {

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +40,24 @@ bool wait_stream(int device, void * stream) {
         return false;
     }
     return true;
+}
+
+// the most memory a visible device has, from its properties (no context is made for it); 0 when
+// it cannot be read
+size_t largest_device_memory() {
+    int    count = 0;
+    size_t most  = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        count = 0;
+    }
+    for (int d = 0; d < count; d++) {
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, d) == cudaSuccess) {
+            most = std::max(most, prop.totalGlobalMem);
+        }
+    }
+    (void) cudaGetLastError();
+    return most;
 }
 
 int write_lines(const char * where) {
@@ -78,7 +97,8 @@ gcp_torch::torch_allocator * make_allocator() {
         fprintf(stderr, "ggml-cuda-pool-torch: %s; every allocation returns NULL\n", gcp_torch::module_reason());
         return nullptr;
     }
-    ggml_cpool_ctx_params params = gcp_torch::context_params(); // GGML_CUDA_POOL unset or empty: legacy
+    // GGML_CUDA_POOL unset or empty: legacy; a VMM pool's range as large as the largest device
+    ggml_cpool_ctx_params params = gcp_torch::context_params(largest_device_memory());
     ggml_cpool_ctx_t      ctx    = nullptr;
     ggml_cpool_status     st     = ggml_cpool_ctx_create(&params, &ctx);
     if (st != GGML_CPOOL_STATUS_OK) {

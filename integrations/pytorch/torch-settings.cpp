@@ -5,11 +5,14 @@
 
 namespace gcp_torch {
 
-ggml_cpool_ctx_params context_params() {
+ggml_cpool_ctx_params context_params(size_t device_memory) {
     ggml_cpool_ctx_params   p = ggml_cpool_ctx_default_params();
     ggml_cpool_option_value pool; // quiet: a bad value is the module's to say when the context is made
     if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_POOL, &pool) == GGML_CPOOL_STATUS_OK && !pool.set) {
         std::fill(std::begin(p.kind), std::end(p.kind), GGML_CPOOL_KIND_LEGACY);
+    }
+    if (device_memory > 0) {
+        p.vmm_reserve = device_memory;
     }
     return p;
 }

@@ -17,7 +17,10 @@ constexpr const char * STATS_STDERR = "-";
 // search over its sizes, so where GGML_CUDA_POOL is unset or empty the context asks for the legacy
 // kind; any other value is the module's to read when the context is made (`auto`: its own
 // default, VMM where the device has it; a bad value: refused there, with its line).
-ggml_cpool_ctx_params context_params();
+// device_memory: the most memory a device has (0: unknown). A VMM pool reserves that much address
+// range (the module rounds it to the granularity), so that it can serve a tensor as large as the
+// device holds, as PyTorch's own allocator can; the module's default range is 32 GiB.
+ggml_cpool_ctx_params context_params(size_t device_memory = 0);
 
 // where GGML_CUDA_POOL_STATS sends the lines at exit: "" nowhere, STATS_STDERR, or a file, opened
 // for appending now; a bad value (a file that cannot be written): INVALID_ARGUMENT and the
