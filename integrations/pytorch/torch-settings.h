@@ -1,7 +1,10 @@
 #pragma once
 // What the PyTorch library reads from the environment, through the module's reader (one rule for
 // every row of ggml-cuda-pool-options.h: unset or empty is the default, words in any case, a bad
-// value one line): the pool kind's default and where the statistics lines go.
+// value one line): the pool kind's default, where the statistics lines go, and the check of them
+// all that the library runs before it makes its context (and exports for its Python helper).
+
+#include "refusal.h"
 
 #include "ggml-cuda-pool.h"
 
@@ -26,5 +29,12 @@ ggml_cpool_ctx_params context_params(size_t device_memory = 0);
 // for appending now; a bad value (a file that cannot be written): INVALID_ARGUMENT and the
 // module's line, now rather than at exit
 ggml_cpool_status stats_target(std::string * where);
+
+// every setting, read now as the first allocation reads them, with no device touched: each row of
+// the options table by its rule (ggml_cpool_options_check: the module's line for each bad value,
+// as the llama.cpp adapter checks them), a GGML_CUDA_POOL that names ggml's own pools (the
+// adapter's alone), and where the statistics go (*stats_where). A bad one: INVALID_ARGUMENT, and
+// *why a bad_setting with the line that names it.
+ggml_cpool_status check_settings(std::string * stats_where, refusal * why);
 
 } // namespace gcp_torch
