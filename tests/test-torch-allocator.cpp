@@ -146,7 +146,8 @@ TEST_P(TorchStreams, BuffersAreAlignedAsPyTorchsOwn) {
 // and the process goes on: nothing latched for the next call, the pool as it was, the next
 // allocation served
 TEST_P(TorchStreams, ARequestLargerThanTheDeviceIsRefusedForWantOfMemoryAndTheNextIsServed) {
-    void * held = take(streams_[0]);
+    log_capture quiet; // the pool's own line
+    void *      held = take(streams_[0]);
     ASSERT_NE(held, nullptr);
     const ggml_cpool_stats before = slot_stats(0);
     EXPECT_EQ(take(streams_[0], 2 * CAPACITY), nullptr);
@@ -294,6 +295,7 @@ TEST_F(Torch, ZeroBytesAndBadDevicesGiveNull) {
 // PyTorch's allocator empties its cache (every stream's, torch.cuda.empty_cache()) and retries
 // before it raises; without that, memory another stream's pool caches would refuse this one
 TEST_F(Torch, ARefusedRequestIsServedOnceTheDevicesOtherStreamPoolsGaveBackTheirCache) {
+    log_capture      quiet;           // the pool's own line, before the retry
     constexpr size_t BIG = 150 * MiB; // two do not fit the device's 256 MiB
     void *           a   = take(streams_[1], BIG);
     ASSERT_NE(a, nullptr);
@@ -340,6 +342,7 @@ TEST_F(Torch, ARefusalAfterTheRetryNamesTheSizeTheDeviceAndThePools) {
 }
 
 TEST_F(Torch, NothingToGiveBackMeansNoRetry) {
+    log_capture quiet;
     EXPECT_EQ(take(streams_[0], 300 * MiB), nullptr);
     EXPECT_TRUE(says("no other stream has a pool on GPU 0")) << why_.message;
     EXPECT_EQ(slot_stats(0).oom_returned, 1u);
@@ -357,12 +360,13 @@ TEST_F(Torch, ThreadsAllocateAndFreeEachOthersBuffers) {
     std::vector<std::thread>         workers;
     for (int t = 0; t < THREADS; t++) {
         workers.emplace_back([&, t] {
+            refusal why; // each thread's own: take() keeps the fixture's, which one thread at a time may use
             for (int i = 0; i < ROUNDS; i++) {
-                void * p = take(streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
+                void * p = alloc_->alloc(SIZE / 4 + size_t(i % 7) * 4096, 0, streams_[t], &why);
                 give(p, streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
             }
             for (int i = 0; i < 8; i++) {
-                made[size_t(t)].push_back(take(streams_[t]));
+                made[size_t(t)].push_back(alloc_->alloc(SIZE, 0, streams_[t], &why));
             }
         });
     }
@@ -437,6 +441,7 @@ TEST_F(TorchTwoDevices, ARefusalLeavesAnotherDevicesCache) {
     alloc_->free(p, SIZE, 1, on_1);
     const size_t cached = slot_stats(0, 1).cached_bytes;
     ASSERT_GT(cached, 0u);
+    log_capture quiet;
     EXPECT_EQ(take(streams_[0], 300 * MiB), nullptr);
     EXPECT_EQ(slot_stats(0, 1).cached_bytes, cached);
     EXPECT_TRUE(says("no other stream has a pool on GPU 0")) << why_.message;
