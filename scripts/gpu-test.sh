@@ -20,7 +20,7 @@ step() {
     "$@" >"$LOGS/$name.log" 2>&1
     local rc=$?
     local tests
-    tests=$(grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+|ERROR SUMMARY: [0-9]+ errors?|\[  PASSED  \] [0-9]+ tests?' \
+    tests=$(grep -Eo '[0-9]+% tests passed(, [0-9]+ tests failed)? out of [0-9]+|ERROR SUMMARY: [0-9]+ errors?|\[  PASSED  \] [0-9]+ tests?|[0-9]+ of [0-9]+ configurations passed|SKIPPED: .*' \
         "$LOGS/$name.log" | tail -1)
     local skipped
     skipped=$(grep -cE '\[  SKIPPED \] .* \([0-9]+ ms\)$' "$LOGS/$name.log")
@@ -77,6 +77,13 @@ grep -hE 'graph replays|negative control' "$LOGS/memcheck-test-graphs.log" 2>/de
 step demo "$BUILD_DIR/tools/pool-demo" --driver cuda
 step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     "$BUILD_DIR/tools/pool-demo" --driver cuda --tokens 512
+
+# PyTorch with the library as its allocator (where python3 imports torch and sees the GPU; SKIPPED
+# with the reason otherwise): what a refused allocation raises under each kind, a 40 GiB tensor, a
+# loop that halves its chunk after an out-of-memory, the VMM reservation's cost (tests/torch-oom.py)
+step torch-oom bash -c 'python3 tests/torch-oom.py --library "$1"; rc=$?; [ $rc -eq 77 ] || exit $rc' _ \
+    "$BUILD_DIR/integrations/pytorch/libggml-cuda-pool-torch.so"
+sed -n '/^config /,/^torch-oom:/p' "$LOGS/torch-oom.log"
 
 # the warm stream-ordered pool against CUDA's default threshold (GPU_TEST_BENCH=0 leaves it out)
 [ "${GPU_TEST_BENCH:-1}" = 0 ] || step bench-async "$BUILD_DIR/tools/bench-async" --benchmark_out="$LOGS/bench-async.json" --benchmark_out_format=json

@@ -8,7 +8,9 @@ then greedy generation. Each run reports tok/s (generated tokens over the time o
 prompt's prefill included, after a short warm-up), the peak reserved bytes
 (torch.cuda.max_memory_reserved for native, the pools' peak reserved otherwise), the peak live
 bytes, and the driver allocations per generated token; the logits of one forward pass over the
-prompt are compared bit for bit with native's, and the generated tokens too.
+prompt are compared bit for bit with native's, and the generated tokens too: the tokens column
+counts the runs that match native's first, and native's own later runs are the control that says
+whether a difference means anything.
 
     scripts/torch_generate.py --rounds 3                 # native and every kind, interleaved: the table
     scripts/torch_generate.py --kind legacy --config tiny  # one run in this process
@@ -193,7 +195,7 @@ def table(args, kinds, runs):
           f"vocab {cfg['vocab_size']}; bf16, prompt {args.prompt}, {args.gen} generated greedily; "
           f"up to {args.rounds} rounds, interleaved; medians, spread min-max, n runs")
     print(f"{'kind':8} {'n':>2} {'tok/s':>9} {'spread':>17} {'x native':>9} {'peak resv MiB':>14} {'peak live MiB':>14} "
-          f"{'resv/live':>10} {'drv allocs/tok':>15} {'logits':>10} {'tokens':>7}")
+          f"{'resv/live':>10} {'drv allocs/tok':>15} {'logits':>10} {'tokens=ref':>10}")
     summary = {}
     native_tok = None
     for kind in kinds:
@@ -206,21 +208,39 @@ def table(args, kinds, runs):
         live = statistics.median(r["peak_live_mib"] for r in rs)
         drv = statistics.median(r["driver_allocs_per_token"] for r in rs)
         logits = {r.get("logits", "?") for r in rs} - {"saved"}
-        tokens = {r.get("tokens", "?") for r in rs} - {"saved"}
+        compared = [r.get("tokens") for r in rs if r.get("tokens") != "saved"]
+        matched = compared.count("match")
         if kind == "native":
             native_tok = tok
         ratio = tok / native_tok if native_tok else float("nan")
-        summary[kind] = dict(tok=tok, ratio=ratio, resv=resv, live=live, logits=logits)
+        summary[kind] = dict(tok=tok, ratio=ratio, resv=resv, live=live, logits=logits, tokens=(matched, len(compared)))
         print(f"{kind:8} {len(rs):2} {tok:9.1f} {f'{lo:.1f}-{hi:.1f} ({rel:.1%})':>17} {ratio:9.3f} {resv:14.1f} {live:14.1f} "
               f"{resv / live if live else float('nan'):10.2f} {drv:15.3f} {'/'.join(sorted(logits)) or 'reference':>10} "
-              f"{'/'.join(sorted(tokens)) or 'reference':>7}")
+              f"{f'{matched}/{len(compared)}' if compared else 'reference':>10}")
     return summary
+
+
+def tokens_line(summary):
+    """What the tokens column can say: native's own later runs against its first (the reference)
+    are the control. Where they differ, or there is none, a kind's differing tokens say nothing of
+    its allocator (with random weights the top logits nearly tie, and two native processes on an
+    H200 generated different tokens from identical logits)."""
+    matched, compared = summary.get("native", {}).get("tokens", (0, 0))
+    if compared == 0:
+        return ("tokens: no second native run to compare with (the reference is native's first run), so the "
+                "column cannot tell an allocator's effect from run-to-run variation; --rounds 2 or more gives one")
+    if matched < compared:
+        return (f"tokens: native's own runs differ from the reference in {compared - matched} of {compared}, so "
+                f"differing tokens under a kind say nothing of its allocator (the logits column does)")
+    return (f"tokens: native's own runs match the reference ({compared} of {compared}), so a kind whose tokens "
+            f"differ generated differently")
 
 
 def verdict(summary):
     """Prints whether the targets are met; False when logits differ."""
     differ = [k for k, s in summary.items() if s["logits"] - {"identical"}]
     print("logits: " + ("identical under every allocator" if not differ else "DIFFER under " + ", ".join(differ)))
+    print(tokens_line(summary))
     native = summary.get("native")
     kinds = {k: s for k, s in summary.items() if k != "native"}
     if native and kinds:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/torch_generate.py's driver without torch: each run is faked (10 s on a fake clock), so
 this checks that --time-limit starts no run that would end after the limit, that --results keeps
-what finished, and that a second call runs only what is missing, in round order, native first.
+what finished, and that a second call runs only what is missing, in round order, native first;
+and that the tokens column's verdict rests on native's own later runs (the control).
 
     check-torch-driver.py PATH/TO/torch_generate.py
 """
@@ -19,9 +20,10 @@ RUN_SECONDS = 10.0
 class FakeRuns:
     """Stands in for spawn() and time.monotonic(): every run moves the clock by RUN_SECONDS."""
 
-    def __init__(self):
+    def __init__(self, native_tokens="match"):
         self.now = 0.0
         self.calls = []
+        self.native_tokens = native_tokens  # what native's runs after the reference report
 
     def monotonic(self):
         return self.now
@@ -34,7 +36,8 @@ class FakeRuns:
         self.calls.append(kind)
         return {"kind": kind, "tok_s": 100.0, "peak_reserved_mib": 12.0, "peak_live_mib": 10.0,
                 "driver_allocs_per_token": 0.0, "pools": 1, "generated": 4,
-                "logits": "saved" if first else "identical", "tokens": "saved" if first else "match"}
+                "logits": "saved" if first else "identical",
+                "tokens": "saved" if first else self.native_tokens if kind == "native" else "match"}
 
 
 def drive(tg, fake, argv):
@@ -71,9 +74,18 @@ def main():
         check(rows == {"native": "2", "legacy": "2", "vmm": "2"}, "the table covers both calls' runs", out)
         check("logits: identical under every allocator" in out, "the verdict reads the kept runs' logits", out)
 
+        check("tokens: native's own runs match the reference (1 of 1)" in out,
+              "native's second run is the tokens column's control", out)
+
         third = FakeRuns()
         rc, out = drive(tg, third, common)
         check(third.calls == [], "with every run kept, nothing runs again", out)
+
+    rc, out = drive(tg, FakeRuns(native_tokens="differ"), ["--kinds", "native,vmm", "--rounds", "2"])
+    check("native's own runs differ from the reference in 1 of 1" in out and rc == 0,
+          "native's own differing tokens are said, and fail nothing", out)
+    rc, out = drive(tg, FakeRuns(), ["--kinds", "native,vmm", "--rounds", "1"])
+    check("no second native run to compare with" in out, "one round has no control, and says so", out)
 
 
 if __name__ == "__main__":

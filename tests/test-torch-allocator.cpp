@@ -1,7 +1,8 @@
 // PyTorch's pluggable allocator (integrations/pytorch) on the sim driver: each stream PyTorch
 // passes gets a pool of its own, a buffer goes back to its allocation's pool, a free on another
-// stream waits for that stream first, a stream beyond the slots is refused with a line (or takes
-// an idle slot), the statistics lines, the default kind, and bad input.
+// stream waits for that stream first, a stream beyond the slots is refused (or takes an idle
+// slot), a request the device cannot hold is refused in PyTorch's words after the device's other
+// pools gave back their cache, the statistics lines, the settings, and bad input.
 
 #include "harness.h"
 #include "torch-allocator.h"
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 using namespace harness;
+using gcp_torch::refusal;
 using gcp_torch::slot_map;
 using gcp_torch::torch_allocator;
 
@@ -22,13 +24,14 @@ namespace {
 
 constexpr size_t CAPACITY = 256 * MiB;
 constexpr size_t SIZE     = 1 * MiB;
+constexpr size_t GiB      = 1024 * MiB;
 constexpr int    STREAMS  = slot_map::SLOTS + 1; // one more than a device has slots
 
 // a sim device, its streams, a context for PyTorch and the allocator over it
 class TorchFixture {
   protected:
-    void open(ggml_cpool_kind kind) {
-        ggml_cpool_sim_params sim = sim_params(CAPACITY);
+    void open(ggml_cpool_kind kind, int devices = 1) {
+        ggml_cpool_sim_params sim = sim_params(CAPACITY, devices);
         ASSERT_EQ(ggml_cpool_driver_create(GGML_CPOOL_DRIVER_SIM, &sim, &drv_), GGML_CPOOL_STATUS_OK);
         for (void *& s : streams_) {
             ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 0, &s), GGML_CPOOL_STATUS_OK);
@@ -46,8 +49,13 @@ class TorchFixture {
             }
             return wait_ok_;
         };
-        platform.log = [this](const char * line) { lines_.emplace_back(line); };
-        alloc_       = std::make_unique<torch_allocator>(ctx_, platform);
+        platform.log    = [this](const char * line) { lines_.emplace_back(line); };
+        platform.memory = [this](int device, size_t * free, size_t * total) {
+            *total = CAPACITY;
+            *free  = CAPACITY - ggml_cpool_driver_used(drv_, device);
+            return true;
+        };
+        alloc_ = std::make_unique<torch_allocator>(ctx_, platform);
     }
     void close() {
         alloc_.reset();
@@ -59,17 +67,24 @@ class TorchFixture {
         ggml_cpool_driver_release(drv_);
     }
 
-    void *           take(void * stream, size_t size = SIZE) { return alloc_->alloc(size, 0, stream); }
+    // a buffer, or nullptr with the reason in why_
+    void * take(void * stream, size_t size = SIZE, int device = 0) {
+        why_ = {};
+        return alloc_->alloc(size, device, stream, &why_);
+    }
     void             give(void * ptr, void * stream, size_t size = SIZE) { alloc_->free(ptr, size, 0, stream); }
-    ggml_cpool_stats slot_stats(int slot) {
+    ggml_cpool_stats slot_stats(int slot, int device = 0) {
         ggml_cpool_t pool = nullptr;
-        EXPECT_EQ(ggml_cpool_ctx_get_slot_pool(ctx_, 0, slot, &pool), GGML_CPOOL_STATUS_OK);
+        EXPECT_EQ(ggml_cpool_ctx_get_slot_pool(ctx_, device, slot, &pool), GGML_CPOOL_STATUS_OK);
         return stats_of(pool);
     }
     size_t lines_matching(const std::string & pattern) const {
         std::regex re(pattern);
         return size_t(std::count_if(lines_.begin(), lines_.end(), [&](auto & l) { return std::regex_search(l, re); }));
     }
+
+    bool starts_with(const std::string & prefix) const { return std::string(why_.message).rfind(prefix, 0) == 0; }
+    bool says(const std::string & part) const { return std::string(why_.message).find(part) != std::string::npos; }
 
     ggml_cpool_driver_t                 drv_              = nullptr;
     ggml_cpool_ctx_t                    ctx_              = nullptr;
@@ -79,6 +94,7 @@ class TorchFixture {
     std::function<void()>               on_wait_;
     bool                                wait_ok_ = true;
     std::vector<std::string>            lines_;
+    gcp_torch::refusal                  why_;
 };
 
 class TorchStreams : public TorchFixture, public testing::TestWithParam<ggml_cpool_kind> {
@@ -124,6 +140,31 @@ TEST_P(TorchStreams, BuffersAreAlignedAsPyTorchsOwn) {
         give(q, streams_[0], SMALL);
     }
     EXPECT_TRUE(lines_.empty());
+}
+
+// what PyTorch's own allocator promises: torch.OutOfMemoryError (the library raises this refusal),
+// and the process goes on: nothing latched for the next call, the pool as it was, the next
+// allocation served
+TEST_P(TorchStreams, ARequestLargerThanTheDeviceIsRefusedForWantOfMemoryAndTheNextIsServed) {
+    log_capture quiet; // the pool's own line
+    void *      held = take(streams_[0]);
+    ASSERT_NE(held, nullptr);
+    const ggml_cpool_stats before = slot_stats(0);
+    EXPECT_EQ(take(streams_[0], 2 * CAPACITY), nullptr);
+    EXPECT_EQ(why_.what, refusal::kind::out_of_memory) << why_.message;
+    EXPECT_TRUE(
+        starts_with("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 256.00 MiB"))
+        << why_.message;
+    EXPECT_FALSE(ggml_cpool_driver_error_latched(drv_)) << "the next unrelated call would report it";
+    const ggml_cpool_stats after = slot_stats(0);
+    EXPECT_EQ(after.live_bytes, before.live_bytes);
+    EXPECT_GE(after.reserved_bytes, after.live_bytes);
+    EXPECT_EQ(after.oom_returned, before.oom_returned + 1) << "no other pool to trim: no retry";
+    void * next = take(streams_[0]);
+    EXPECT_NE(next, nullptr) << why_.message;
+    give(next, streams_[0]);
+    give(held, streams_[0]);
+    EXPECT_EQ(alloc_->live_buffers(), 0u);
 }
 
 HARNESS_INSTANTIATE(TorchStreams,
@@ -185,7 +226,8 @@ TEST_F(Torch, AStreamBeyondTheSlotsIsRefusedWhileEverySlotIsLive) {
     }
     void * extra = streams_[slot_map::SLOTS];
     EXPECT_EQ(take(extra), nullptr);
-    EXPECT_EQ(lines_matching("no stream slot left"), 1u);
+    EXPECT_EQ(why_.what, gcp_torch::refusal::kind::failure);
+    EXPECT_NE(std::string(why_.message).find("no stream slot left"), std::string::npos) << why_.message;
 
     // one stream's buffers all freed: its slot, and pool, move to the new stream after the old
     // stream is synchronized, so its cached buffer is safe to hand out there
@@ -241,11 +283,75 @@ TEST_F(Torch, ZeroBytesAndBadDevicesGiveNull) {
     EXPECT_EQ(take(streams_[0], 0), nullptr);
     give(nullptr, streams_[0]);
     EXPECT_TRUE(lines_.empty()) << "as PyTorch's own allocator: nothing to say";
-    EXPECT_EQ(alloc_->alloc(SIZE, 1, streams_[0]), nullptr) << "the sim has one device";
-    EXPECT_EQ(alloc_->alloc(SIZE, -1, streams_[0]), nullptr);
-    EXPECT_EQ(alloc_->alloc(SIZE, slot_map::DEVICES, streams_[0]), nullptr);
-    EXPECT_EQ(lines_.size(), 3u);
+    for (int device : { 1, -1, slot_map::DEVICES }) { // the sim has one device
+        EXPECT_EQ(take(streams_[0], SIZE, device), nullptr) << device;
+        EXPECT_EQ(why_.what, gcp_torch::refusal::kind::failure) << device;
+        EXPECT_NE(why_.message[0], '\0') << device;
+    }
+    EXPECT_TRUE(lines_.empty()) << "a refusal is raised by the library, not logged";
     EXPECT_EQ(alloc_->live_buffers(), 0u);
+}
+
+// PyTorch's allocator empties its cache (every stream's, torch.cuda.empty_cache()) and retries
+// before it raises; without that, memory another stream's pool caches would refuse this one
+TEST_F(Torch, ARefusedRequestIsServedOnceTheDevicesOtherStreamPoolsGaveBackTheirCache) {
+    log_capture      quiet;           // the pool's own line, before the retry
+    constexpr size_t BIG = 150 * MiB; // two do not fit the device's 256 MiB
+    void *           a   = take(streams_[1], BIG);
+    ASSERT_NE(a, nullptr);
+    give(a, streams_[1], BIG); // cached by stream 1's pool (slot 0)
+    ASSERT_GE(slot_stats(0).cached_bytes, BIG);
+    void * b = take(streams_[2], BIG);
+    ASSERT_NE(b, nullptr) << why_.message;
+    EXPECT_EQ(slot_stats(0).reserved_bytes, 0u) << "stream 1's pool gave its cache back";
+    const ggml_cpool_stats st = slot_stats(1);
+    EXPECT_EQ(st.oom_returned, 1u) << "refused by its pool once, then served by the retry";
+    EXPECT_EQ(st.live_bytes + st.cached_bytes, st.reserved_bytes);
+    give(b, streams_[2], BIG);
+}
+
+TEST_F(Torch, ARefusalAfterTheRetryNamesTheSizeTheDeviceAndThePools) {
+    void * held  = take(streams_[0]); // 1 MiB live on stream 0's pool (slot 0)
+    void * other = take(streams_[1]);
+    give(other, streams_[1]); // 1.05 MiB cached on stream 1's (slot 1)
+    const ggml_cpool_stats before = slot_stats(0);
+    log_capture            module_lines;
+    EXPECT_EQ(take(streams_[0], 300 * MiB), nullptr);
+    EXPECT_EQ(why_.what, refusal::kind::out_of_memory);
+    // PyTorch's own words first, then the pools'
+    const std::string held_text = gcp_torch::format_size(before.live_bytes).text; // 1.05 MiB: the pool's rounding
+    const std::string free_text = gcp_torch::format_size(CAPACITY - before.live_bytes).text;
+    EXPECT_TRUE(
+        starts_with("CUDA out of memory. Tried to allocate 300.00 MiB. GPU 0 has a total capacity of 256.00 MiB "
+                    "of which " +
+                    free_text + " is free."))
+        << why_.message;
+    EXPECT_TRUE(says("legacy pool holds " + held_text + ", " + held_text + " of it in use by tensors")) << why_.message;
+    EXPECT_TRUE(says("the 1 other stream pool of GPU 0 gave back " + held_text + " when trimmed")) << why_.message;
+    const std::vector<std::string> warned = module_lines.lines(GGML_CPOOL_LOG_WARN);
+    ASSERT_FALSE(warned.empty());
+    EXPECT_TRUE(says("The pool's reason: " + warned.back())) << "the pool's own line, of the retry: " << why_.message;
+    EXPECT_EQ(slot_stats(1).reserved_bytes, 0u);
+    const ggml_cpool_stats after = slot_stats(0);
+    EXPECT_EQ(after.oom_returned, before.oom_returned + 2) << "refused, then refused again by the one retry";
+    EXPECT_EQ(after.live_bytes, before.live_bytes);
+    EXPECT_EQ(after.live_bytes + after.cached_bytes, after.reserved_bytes);
+    EXPECT_EQ(alloc_->live_buffers(), 1u);
+    EXPECT_FALSE(ggml_cpool_driver_error_latched(drv_));
+    give(held, streams_[0]);
+}
+
+TEST_F(Torch, NothingToGiveBackMeansNoRetry) {
+    log_capture quiet;
+    EXPECT_EQ(take(streams_[0], 300 * MiB), nullptr);
+    EXPECT_TRUE(says("no other stream has a pool on GPU 0")) << why_.message;
+    EXPECT_EQ(slot_stats(0).oom_returned, 1u);
+}
+
+TEST_F(Torch, ARequestPastWhatASizeCanHoldIsRefusedForWantOfMemory) {
+    EXPECT_EQ(take(streams_[0], SIZE_MAX), nullptr);
+    EXPECT_EQ(why_.what, refusal::kind::out_of_memory);
+    EXPECT_TRUE(starts_with("CUDA out of memory. Tried to allocate ")) << why_.message;
 }
 
 TEST_F(Torch, ThreadsAllocateAndFreeEachOthersBuffers) {
@@ -254,12 +360,13 @@ TEST_F(Torch, ThreadsAllocateAndFreeEachOthersBuffers) {
     std::vector<std::thread>         workers;
     for (int t = 0; t < THREADS; t++) {
         workers.emplace_back([&, t] {
+            refusal why; // each thread's own: take() keeps the fixture's, which one thread at a time may use
             for (int i = 0; i < ROUNDS; i++) {
-                void * p = take(streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
+                void * p = alloc_->alloc(SIZE / 4 + size_t(i % 7) * 4096, 0, streams_[t], &why);
                 give(p, streams_[t], SIZE / 4 + size_t(i % 7) * 4096);
             }
             for (int i = 0; i < 8; i++) {
-                made[size_t(t)].push_back(take(streams_[t]));
+                made[size_t(t)].push_back(alloc_->alloc(SIZE, 0, streams_[t], &why));
             }
         });
     }
@@ -317,6 +424,97 @@ TEST(TorchKind, AnExportedEmptyPoolIsLegacy) {
     EXPECT_EQ(ggml_cpool_get_kind(pool_of(ctx)), GGML_CPOOL_KIND_LEGACY);
     EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty());
     ggml_cpool_ctx_free(ctx);
+}
+
+// another device's pools hold none of this device's memory: they keep their cache
+class TorchTwoDevices : public TorchFixture, public testing::Test {
+  protected:
+    void SetUp() override { open(GGML_CPOOL_KIND_LEGACY, 2); }
+    void TearDown() override { close(); }
+};
+
+TEST_F(TorchTwoDevices, ARefusalLeavesAnotherDevicesCache) {
+    void * on_1 = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_stream_create(drv_, 1, &on_1), GGML_CPOOL_STATUS_OK);
+    void * p = take(on_1, SIZE, 1);
+    ASSERT_NE(p, nullptr) << why_.message;
+    alloc_->free(p, SIZE, 1, on_1);
+    const size_t cached = slot_stats(0, 1).cached_bytes;
+    ASSERT_GT(cached, 0u);
+    log_capture quiet;
+    EXPECT_EQ(take(streams_[0], 300 * MiB), nullptr);
+    EXPECT_EQ(slot_stats(0, 1).cached_bytes, cached);
+    EXPECT_TRUE(says("no other stream has a pool on GPU 0")) << why_.message;
+    ggml_cpool_ctx_free(ctx_); // before the stream it borrows goes
+    ctx_ = nullptr;
+    alloc_.reset();
+    EXPECT_EQ(ggml_cpool_driver_stream_destroy(drv_, 1, on_1), GGML_CPOOL_STATUS_OK);
+}
+
+// a VMM pool can serve no tensor larger than its range: the module's default range (32 GiB) is
+// a quarter of an H200, so the library's asks for the device's memory
+TEST(TorchKind, AVmmPoolServesATensorAsLargeAsTheDeviceHolds) {
+    clean_env        env;
+    constexpr size_t DEVICE = 48 * GiB, TENSOR = 40 * GiB; // beyond the module's default range
+    sim_device       device(sim_params(DEVICE));
+    auto             served = [&](ggml_cpool_ctx_params p) {
+        p.driver = device.drv;
+        std::fill(std::begin(p.kind), std::end(p.kind), GGML_CPOOL_KIND_VMM);
+        ggml_cpool_ctx_t ctx = nullptr;
+        EXPECT_EQ(ggml_cpool_ctx_create(&p, &ctx), GGML_CPOOL_STATUS_OK);
+        void *            ptr    = nullptr;
+        size_t            actual = 0;
+        log_capture       quiet;
+        ggml_cpool_status st = ggml_cpool_alloc(pool_of(ctx), TENSOR, 0, &ptr, &actual);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            EXPECT_EQ(ggml_cpool_free(pool_of(ctx), ptr, actual), GGML_CPOOL_STATUS_OK);
+        }
+        ggml_cpool_ctx_free(ctx);
+        return st == GGML_CPOOL_STATUS_OK;
+    };
+    EXPECT_FALSE(served(gcp_torch::context_params())) << "the control: the module's default range";
+    EXPECT_TRUE(served(gcp_torch::context_params(DEVICE)));
+}
+
+// what use_ggml_cuda_pool and the first allocation run: a bad setting is refused with the line
+// that names it, not later as an allocation that returns NULL
+TEST(TorchSettings, ABadSettingIsRefusedWithTheLineThatNamesIt) {
+    clean_env   env;
+    std::string where;
+    auto        refused = [&](const char * name, const char * value) {
+        scoped_env  set(name, value);
+        log_capture module_lines;
+        refusal     why;
+        EXPECT_EQ(gcp_torch::check_settings(&where, &why), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << name << "=" << value;
+        EXPECT_EQ(why.what, refusal::kind::bad_setting);
+        const std::vector<std::string> lines = module_lines.lines(GGML_CPOOL_LOG_WARN);
+        // the module's own line where it has one (ggml's pools are a word of the table: the library's line)
+        EXPECT_TRUE(lines.empty() || lines.back() == why.message) << why.message;
+        return std::string(why.message);
+    };
+    EXPECT_EQ(refused("GGML_CUDA_POOL", "fastest").rfind("GGML_CUDA_POOL=fastest: not one of its values", 0), 0u);
+    EXPECT_EQ(refused("GGML_CUDA_POOL", "ggml"),
+              "GGML_CUDA_POOL=ggml: ggml's own pools, which only the llama.cpp adapter serves; the PyTorch library "
+              "takes auto | vmm | legacy | plain | async");
+    EXPECT_EQ(refused("GGML_CUDA_POOL_STATS", "/nonexistent-dir/stats")
+                  .rfind("GGML_CUDA_POOL_STATS=/nonexistent-dir/stats: cannot open it for appending", 0),
+              0u);
+    EXPECT_EQ(refused("GGML_CUDA_NO_VMM", "maybe").rfind("GGML_CUDA_NO_VMM=maybe", 0), 0u);
+    for (const char * fine : { "", "Async", "auto" }) { // empty: unset, the library's legacy
+        scoped_env pool("GGML_CUDA_POOL", fine);
+        refusal    why;
+        EXPECT_EQ(gcp_torch::check_settings(&where, &why), GGML_CPOOL_STATUS_OK) << "GGML_CUDA_POOL=" << fine;
+        EXPECT_EQ(why.what, refusal::kind::none);
+    }
+}
+
+TEST(TorchRefusal, SizesAreWrittenAsPyTorchWritesThem) {
+    EXPECT_STREQ(gcp_torch::format_size(512).text, "512 bytes");
+    EXPECT_STREQ(gcp_torch::format_size(1024).text, "1024 bytes");
+    EXPECT_STREQ(gcp_torch::format_size(1536).text, "1.50 KiB");
+    EXPECT_STREQ(gcp_torch::format_size(MiB).text, "1024.00 KiB");
+    EXPECT_STREQ(gcp_torch::format_size(20 * MiB).text, "20.00 MiB");
+    EXPECT_STREQ(gcp_torch::format_size(200 * GiB).text, "200.00 GiB");
 }
 
 TEST(TorchStats, BooleanWordsAreStderrOrNoneAndElseAFileOpenedWhenRead) {

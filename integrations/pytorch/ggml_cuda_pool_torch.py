@@ -6,6 +6,11 @@
 Every CUDA allocation of the process then goes through libggml-cuda-pool-torch.so (built with
 the module, GGML_CPOOL_TORCH): one pool per (device, stream), the kind given here. report() writes
 one statistics line per pool; GGML_CUDA_POOL_STATS=1 (stderr) or =<file> writes them at exit.
+
+A request the pools cannot serve raises, as under PyTorch's own allocator: out_of_memory_error()
+(torch.OutOfMemoryError where the library was built against torch's headers, else RuntimeError),
+after the device's other stream pools gave back their cache and one retry. A bad setting raises
+ValueError here, in use_ggml_cuda_pool, with the module's line.
 """
 
 import ctypes
@@ -16,6 +21,9 @@ import tempfile
 ALLOC_SYMBOL = "ggml_cuda_pool_torch_alloc"
 FREE_SYMBOL = "ggml_cuda_pool_torch_free"
 REPORT_SYMBOL = "ggml_cuda_pool_torch_report"
+CHECK_SYMBOL = "ggml_cuda_pool_torch_check"
+RAISES_SYMBOL = "ggml_cuda_pool_torch_raises_torch_errors"
+LINE_BYTES = 2048  # room for the library's check line (the module's, up to 1024)
 LIBRARY_NAME = "libggml-cuda-pool-torch.so"
 # where the library is, when not next to this file; like GGML_CUDA_POOL, a row of the options table
 # (include/ggml-cuda-pool-options.h), which a Python file cannot include: tests/test-docs.cpp checks both
@@ -47,11 +55,25 @@ def find_library(library=None):
                             f"(cmake option GGML_CPOOL_TORCH) or pass library= / set {LIBRARY_ENV}")
 
 
+def check_settings(path):
+    """Runs the library's check of every setting it reads (no device touched), as its first
+    allocation would: a bad one raises ValueError with the line that names it."""
+    lib = ctypes.CDLL(path)  # the handle PyTorch gets too
+    check = getattr(lib, CHECK_SYMBOL)
+    check.restype = ctypes.c_int
+    check.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    line = ctypes.create_string_buffer(LINE_BYTES)
+    if check(line, LINE_BYTES) != 0:
+        raise ValueError(line.value.decode(errors="replace"))
+
+
 def use_ggml_cuda_pool(kind, library=None):
     """Makes the module PyTorch's CUDA allocator for the rest of the process. kind: one of KINDS,
     in any case, or None to leave GGML_CUDA_POOL as the environment has it (unset or empty:
     legacy). Must come before the first CUDA allocation: PyTorch cannot change an allocator that
-    has served one. Returns the library's path."""
+    has served one. A bad setting (GGML_CUDA_POOL, GGML_CUDA_POOL_STATS, any variable of the
+    options table) raises ValueError with the module's line, and nothing is installed. Returns
+    the library's path."""
     global _installed
     import torch
 
@@ -66,12 +88,34 @@ def use_ggml_cuda_pool(kind, library=None):
     if torch.cuda.is_initialized():
         raise RuntimeError("CUDA is already initialized in this process, so PyTorch's allocator can no longer be "
                            "replaced: call use_ggml_cuda_pool() before anything touches CUDA")
+    previous = os.environ.get("GGML_CUDA_POOL")
     if kind is not None:
         os.environ["GGML_CUDA_POOL"] = kind  # read by the library when it makes its context
+    try:
+        check_settings(path)
+    except ValueError:
+        if kind is not None:  # as it was, so that a call with a good kind can follow
+            if previous is None:
+                del os.environ["GGML_CUDA_POOL"]
+            else:
+                os.environ["GGML_CUDA_POOL"] = previous
+        raise
     allocator = torch.cuda.memory.CUDAPluggableAllocator(path, ALLOC_SYMBOL, FREE_SYMBOL)
     torch.cuda.memory.change_current_allocator(allocator)
     _installed = (path, kind)
     return path
+
+
+def out_of_memory_error():
+    """The exception a refused allocation raises: torch.OutOfMemoryError where the library was
+    built against torch's headers, else RuntimeError (its message starts "CUDA out of memory."),
+    for `except out_of_memory_error():` in a loop that shrinks its batch."""
+    if _installed is None:
+        raise RuntimeError("use_ggml_cuda_pool() has not installed the library")
+    import torch
+
+    lib = ctypes.CDLL(_installed[0])
+    return torch.cuda.OutOfMemoryError if getattr(lib, RAISES_SYMBOL)() else RuntimeError
 
 
 def report(where="-"):

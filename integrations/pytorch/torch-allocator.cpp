@@ -34,41 +34,43 @@ void torch_allocator::say(const char * fmt, ...) const {
     }
 }
 
-int torch_allocator::slot_for(int device, void * stream, size_t size) {
+int torch_allocator::slot_for(int device, void * stream, size_t size, refusal * why) {
     int slot = slots_.find(device, stream);
     if (slot >= 0) {
         return slot;
     }
     slot = slots_.vacant(device);
     if (slot < 0) {
-        say("alloc of %.2f MiB on device %d, stream %p: no stream slot left (all %d of the device's hold live "
-            "buffers of other streams); returning NULL",
-            size / MiB, device, stream, slot_map::SLOTS);
+        why->set(refusal::kind::failure,
+                 "ggml-cuda-pool-torch: alloc of %.2f MiB on device %d, stream %p: no stream slot left (all %d of the "
+                 "device's hold live buffers of other streams)",
+                 size / MiB, device, stream, slot_map::SLOTS);
         return -1;
     }
     // the slot's pool, if it has one, moves to the new stream once the old one is synchronized
     ggml_cpool_status st = ggml_cpool_ctx_set_stream(ctx_, device, slot, stream);
     if (st != GGML_CPOOL_STATUS_OK) {
-        say("alloc of %.2f MiB on device %d: binding stream %p to slot %d failed (%s: %s); returning NULL", size / MiB,
-            device, stream, slot, ggml_cpool_status_str(st), module_reason());
+        why->set(refusal::kind::failure,
+                 "ggml-cuda-pool-torch: alloc of %.2f MiB on device %d: binding stream %p to slot %d failed (%s: %s)",
+                 size / MiB, device, stream, slot, ggml_cpool_status_str(st), module_reason());
         return -1;
     }
     slots_.bind(device, slot, stream);
     return slot;
 }
 
-void * torch_allocator::alloc(size_t size, int device, void * stream) noexcept {
+void * torch_allocator::alloc(size_t size, int device, void * stream, refusal * why) noexcept {
     if (size == 0) {
         return nullptr;
     }
     std::lock_guard<std::mutex> lock(mutex_);
     if (!slot_map::valid_device(device)) {
-        say("alloc of %.2f MiB: device %d out of range (0..%d); returning NULL", size / MiB, device,
-            slot_map::DEVICES - 1);
+        why->set(refusal::kind::failure, "ggml-cuda-pool-torch: alloc of %.2f MiB: device %d out of range (0..%d)",
+                 size / MiB, device, slot_map::DEVICES - 1);
         return nullptr;
     }
     stream   = stream != nullptr ? stream : platform_.default_stream;
-    int slot = slot_for(device, stream, size);
+    int slot = slot_for(device, stream, size, why);
     if (slot < 0) {
         return nullptr;
     }
@@ -77,35 +79,97 @@ void * torch_allocator::alloc(size_t size, int device, void * stream) noexcept {
         ggml_cpool_status st = ggml_cpool_ctx_get_slot_pool(ctx_, device, slot, &use.pool);
         if (st != GGML_CPOOL_STATUS_OK) {
             use.pool = nullptr;
-            say("alloc of %.2f MiB on device %d: no pool for slot %d (%s: %s); returning NULL", size / MiB, device,
-                slot, ggml_cpool_status_str(st), module_reason());
+            why->set(refusal::kind::failure,
+                     "ggml-cuda-pool-torch: alloc of %.2f MiB on device %d: no pool for slot %d (%s: %s)", size / MiB,
+                     device, slot, ggml_cpool_status_str(st), module_reason());
             return nullptr;
         }
     }
-    if (size > SIZE_MAX - (TORCH_ALIGNMENT - 1)) {
-        say("alloc of %zu bytes on device %d: too large; returning NULL", size, device);
-        return nullptr;
-    }
-    const size_t      rounded = (size + TORCH_ALIGNMENT - 1) / TORCH_ALIGNMENT * TORCH_ALIGNMENT;
-    void *            ptr     = nullptr;
-    size_t            actual  = 0;
-    ggml_cpool_status st      = ggml_cpool_alloc(use.pool, rounded, 0, &ptr, &actual);
-    if (st != GGML_CPOOL_STATUS_OK) {
-        say("alloc of %.2f MiB on device %d failed (%s: %s); returning NULL", size / MiB, device,
-            ggml_cpool_status_str(st), module_reason());
+    void * ptr    = nullptr;
+    size_t actual = 0;
+    if (serve(size, device, slot, &ptr, &actual, why) != GGML_CPOOL_STATUS_OK) {
         return nullptr;
     }
     try {
         live_.add(ptr, { use.pool, device, slot, stream, size, actual });
     } catch (const std::bad_alloc &) {
         (void) ggml_cpool_free(use.pool, ptr, actual); // a buffer just handed out: never refused
-        say("alloc of %.2f MiB on device %d: out of host memory for its record; returning NULL", size / MiB, device);
+        why->set(refusal::kind::failure,
+                 "ggml-cuda-pool-torch: alloc of %.2f MiB on device %d: out of host memory for its record", size / MiB,
+                 device);
         return nullptr;
     }
     slots_.hold(device, slot);
     use.live_requested += size;
     use.peak_requested = std::max(use.peak_requested, use.live_requested);
     return ptr;
+}
+
+ggml_cpool_status torch_allocator::serve(size_t size, int device, int slot, void ** ptr, size_t * actual,
+                                         refusal * why) {
+    if (size > SIZE_MAX - (TORCH_ALIGNMENT - 1)) { // rounding it up would wrap: no device has that much
+        why->set(refusal::kind::out_of_memory, "CUDA out of memory. Tried to allocate %s, more than any device has.",
+                 format_size(size).text);
+        return GGML_CPOOL_STATUS_OUT_OF_MEMORY;
+    }
+    const size_t      rounded = (size + TORCH_ALIGNMENT - 1) / TORCH_ALIGNMENT * TORCH_ALIGNMENT;
+    ggml_cpool_t      pool    = uses_[device][slot].pool;
+    ggml_cpool_status st      = ggml_cpool_alloc(pool, rounded, 0, ptr, actual);
+    char              reason[refusal::MESSAGE_LENGTH / 2]; // the pool's line, before the other pools say theirs
+    size_t            given_back = 0;
+    if (st == GGML_CPOOL_STATUS_OUT_OF_MEMORY) {
+        snprintf(reason, sizeof(reason), "%s", module_reason());
+        given_back = trim_other_pools(device, slot);
+        if (given_back > 0) {
+            st = ggml_cpool_alloc(pool, rounded, 0, ptr, actual);
+            snprintf(reason, sizeof(reason), "%s", module_reason());
+        }
+    }
+    if (st == GGML_CPOOL_STATUS_OUT_OF_MEMORY) {
+        refuse_out_of_memory(why, facts(size, device, slot, given_back, reason));
+    } else if (st != GGML_CPOOL_STATUS_OK) {
+        why->set(refusal::kind::failure, "ggml-cuda-pool-torch: alloc of %s on device %d failed (%s: %s)",
+                 format_size(size).text, device, ggml_cpool_status_str(st), module_reason());
+    }
+    return st;
+}
+
+out_of_memory_facts torch_allocator::facts(size_t size, int device, int slot, size_t given_back,
+                                           const char * reason) const {
+    ggml_cpool_t        pool = uses_[device][slot].pool;
+    ggml_cpool_stats    stats{};
+    out_of_memory_facts f{};
+    (void) ggml_cpool_get_stats(pool, &stats);
+    for (int s = 0; s < slot_map::SLOTS; s++) {
+        f.other_pools += s != slot && uses_[device][s].pool != nullptr;
+    }
+    f.size         = size;
+    f.device       = device;
+    f.memory_known = platform_.memory && platform_.memory(device, &f.free, &f.total);
+    f.kind         = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
+    f.live         = stats.live_bytes;
+    f.reserved     = stats.reserved_bytes;
+    f.given_back   = given_back;
+    f.reason       = reason;
+    return f;
+}
+
+size_t torch_allocator::trim_other_pools(int device, int slot) {
+    size_t given_back = 0;
+    for (int s = 0; s < slot_map::SLOTS; s++) {
+        ggml_cpool_t     pool = uses_[device][s].pool;
+        ggml_cpool_stats before{}, after{};
+        if (s == slot || pool == nullptr || ggml_cpool_get_stats(pool, &before) != GGML_CPOOL_STATUS_OK) {
+            continue;
+        }
+        // a pool whose stream captures a graph, or whose buffer the driver keeps, says so itself
+        (void) ggml_cpool_trim(pool);
+        if (ggml_cpool_get_stats(pool, &after) == GGML_CPOOL_STATUS_OK &&
+            after.reserved_bytes < before.reserved_bytes) {
+            given_back += before.reserved_bytes - after.reserved_bytes;
+        }
+    }
+    return given_back;
 }
 
 void torch_allocator::free(void * ptr, size_t size, int device, void * stream) noexcept {
