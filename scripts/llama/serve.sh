@@ -9,7 +9,8 @@
 #             window  a fault window over the during phase (GGML_CUDA_POOL_FAULT=while=FILE: every
 #                     driver allocation refused while FILE exists); the module's pools only, the
 #                     fault driver being theirs
-#           SERVE_CASES ("free spike window") picks; per run $RESULTS/serve-<config>-<case>.*:
+#           SERVE_CASES ("free spike window") picks; per run $RESULTS/serve-<config>-<case>.* (a spike's
+#           case named with its free MiB, spike-h64):
 #           .jsonl the client's records and summary, .log the server's, .stats its pools' lines,
 #           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops.
 #           The window case runs for SERVE_WINDOW_CONFIGS (the module's configurations of
@@ -61,9 +62,13 @@ serve_stop() {
     echo "exit $?" >>"$RESULTS/$tag.mem"
 }
 
+# a run's files: $RESULTS/$(serve_tag CONFIG CASE).*; a spike's name its free MiB (spike-h64)
+serve_tag() { echo "serve-$(tag_of "$1")-$2$([ "$2" = spike ] && echo "-h${SERVE_SPIKE_FREE:-64}")"; }
+
 # one run: configuration $1, case $2, port $3
 serve_run() {
-    local config=$1 case=$2 port=$3 tag="serve-$(tag_of "$1")-$2" trouble=()
+    local config=$1 case=$2 port=$3 tag trouble=()
+    tag=$(serve_tag "$1" "$2")
     case $case in
         spike) trouble=(--hold "CUDA_VISIBLE_DEVICES=$GPU $WORK/hold-memory ${SERVE_SPIKE_FREE:-64}") ;;
         window) trouble=(--window "$RESULTS/$tag.window") ;;
@@ -78,7 +83,7 @@ serve_run() {
     say "serve: $config $case: $(tail -1 "$RESULTS/$tag.jsonl" 2>/dev/null)"
 }
 
-serve_done() { [ -s "$RESULTS/serve-$(tag_of "$1")-$2.mem" ] && grep -qs '"summary"' "$RESULTS/serve-$(tag_of "$1")-$2.jsonl"; }
+serve_done() { [ -s "$RESULTS/$(serve_tag "$1" "$2").mem" ] && grep -qs '"summary"' "$RESULTS/$(serve_tag "$1" "$2").jsonl"; }
 
 step_serve() {
     [ -x "$BIN/llama-server" ] || die "no llama-server: the build step makes it (LLAMA_BUILD_SERVER=ON)"

@@ -1,6 +1,6 @@
 # llama.sh steps: the llama.cpp tree, its build and the models (sourced)
 #   prepare   unpack the snapshot, apply integrations/llama.cpp/ggml-cuda-pool.patch and put in
-#             llama-server's stand-ins (SERVER_STANDINS: ../shared/llama.cpp/server-standins)
+#             llama-server (LLAMA_TARGETS: only these)'s stand-ins (SERVER_STANDINS: ../shared/llama.cpp/server-standins)
 #   build     cmake + ninja (GGML_RPC on): test-backend-ops, llama-bench, llama-completion,
 #             llama-quantize, llama-speculative-simple, llama-batched-bench, ggml-rpc-server,
 #             llama-server
@@ -50,8 +50,8 @@ step_build() {
             >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
     fi
     local t0=$SECONDS
-    ninja -C "$BUILD" test-backend-ops llama-bench llama-completion llama-quantize llama-speculative-simple \
-        llama-batched-bench ggml-rpc-server $server_target \
+    ninja -C "$BUILD" ${LLAMA_TARGETS:-test-backend-ops llama-bench llama-completion llama-quantize \
+        llama-speculative-simple llama-batched-bench ggml-rpc-server $server_target} \
         >"$WORK/build.log" 2>&1 ||
         { tail -30 "$WORK/build.log"; die "build failed"; }
     say "built in $((SECONDS - t0)) s"

@@ -1,15 +1,22 @@
-"""llama-server under load (scripts/llama.sh serve): per configuration TAG and case (free, spike,
-window) serve-TAG-CASE.jsonl (scripts/serve-client.py: a record per request, then its summary),
-.stats (the pools' lines when the server stopped), .smi (the GPU's memory.used every 50 ms) and
-.mem (the server's device memory before it stopped)."""
+"""llama-server under load (scripts/llama.sh serve): per configuration TAG and case (free,
+spike-hH: a co-tenant leaving H MiB free, window) serve-TAG-CASE.jsonl (scripts/serve-client.py:
+a record per request, then its summary), .log (the server's), .stats (its pools' and graphs'
+lines when it stopped), .smi (the GPU's memory.used every 50 ms) and .mem (the server's device
+memory before it stopped).
+
+A request the server answered is one of: completed; refused by the server's output parser (with
+random weights some completions' text "does not match the expected Content-only format": the
+model computed it, so it counts as served); a compute error ("Compute error.", the batch's compute
+failed); or lost (no answer: the connection refused or reset)."""
 
 import json
 import re
 
-from . import lines, markdown, stats
+from . import lines, logs, markdown, stats
 
-CASES = ("free", "spike", "window")
 PHASES = ("before", "during", "after")
+PARSER = "does not match the expected"  # the output parser's refusal of random weights' text
+COMPUTE_ERROR = "Compute error."
 
 
 def configs(folder, case):
@@ -17,20 +24,48 @@ def configs(folder, case):
     return stats.kind_order(found)
 
 
-def summary(folder, tag, case):
-    """the client's summary line, None where the run did not finish"""
-    text = folder.text(f"serve-{tag}-{case}.jsonl", "")
-    last = text.strip().splitlines()[-1:] or [""]
-    try:
-        s = json.loads(last[0])
-    except ValueError:
+def spikes(folder):
+    """the spike cases run, by the MiB they left free, most first: ['spike-h64', 'spike-h16']"""
+    found = {m.group(1) for _, m in folder.match(r"serve-.+-(spike-h\d+)\.jsonl")}
+    return sorted(found, key=lambda c: -int(c.split("-h")[1]))
+
+
+def records(folder, tag, case):
+    """(the requests' records, the client's summary); None where the run did not finish"""
+    rows = [json.loads(line) for line in folder.text(f"serve-{tag}-{case}.jsonl", "").splitlines() if line.strip()]
+    if not rows or not rows[-1].get("summary"):
         return None
-    return s if s.get("summary") else None
+    return rows[:-1], rows[-1]
+
+
+def outcome(r):
+    """served (completed, or computed and refused by the parser), compute (a compute error),
+    lost, or error (any other answer)"""
+    if r["outcome"] == "completed" or PARSER in r.get("message", ""):
+        return "served"
+    if r["outcome"] == "error":
+        return "compute" if r.get("message") == COMPUTE_ERROR else "error"
+    return "lost"
+
+
+def counts(reqs, phase):
+    out = {"served": 0, "parser": 0, "compute": 0, "lost": 0, "error": 0}
+    for r in (r for r in reqs if r["phase"] == phase):
+        out[outcome(r)] += 1
+        out["parser"] += PARSER in r.get("message", "")
+    out["all"] = sum(out[k] for k in ("served", "compute", "lost", "error"))
+    return out
 
 
 def pools(folder, tag, case):
-    """the pools' lines of the server, every pool summed"""
+    """the pools' lines of the server"""
     return lines.pool_lines(folder.text(f"serve-{tag}-{case}.stats", ""))
+
+
+def failed_computes(folder, tag, case):
+    """computes that returned GGML_STATUS_ALLOC_FAILED, from the graphs lines"""
+    text = folder.text(f"serve-{tag}-{case}.stats", "")
+    return sum(int(kv.get("failed", 0)) for kvs in lines.by_session(text, lines.GRAPHS).values() for kv in kvs)
 
 
 def pair_ns(kvs):
@@ -46,52 +81,60 @@ def peak_mib(folder, tag, case):
 
 def server_mib(folder, tag, case):
     m = re.search(r"used_mib (\d+)", folder.text(f"serve-{tag}-{case}.mem", ""))
-    return m.group(1) if m else "-"  # no process on the GPU then (or no nvidia-smi)
+    return m.group(1) if m else "-"  # no process on the GPU then (or no nvidia-smi), or no such run
 
 
-def count(s, phase, outcome):
-    return s["phases"].get(phase, {}).get(outcome, 0)
-
-
-def phase_total(s, phase):
-    return sum(count(s, phase, o) for o in ("completed", "error", "lost"))
+def served(c):
+    """'served of all', the parser's refusals among them in parentheses"""
+    return f"{c['served']} of {c['all']}" + (f" ({c['parser']})" if c["parser"] else "")
 
 
 def free(folder):
-    """(a) unconstrained: requests completed, generated t/s, the device's peak, the pools' peaks and
+    """(a) unconstrained: requests served, generated t/s, the device's peak, the pools' peaks and
     their time per alloc+free pair"""
     rows = []
     for tag in configs(folder, "free"):
-        s = summary(folder, tag, "free")
-        if s is None:
+        got = records(folder, tag, "free")
+        if got is None:
             continue
+        reqs, s = got
+        total = {k: sum(counts(reqs, p)[k] for p in PHASES) for k in ("served", "parser", "all")}
         kvs = pools(folder, tag, "free")
-        done = sum(count(s, p, "completed") for p in PHASES)
-        rows.append([tag, f"{done} of {sum(phase_total(s, p) for p in PHASES)}", f"{s['generated_per_s']:.0f}",
-                     peak_mib(folder, tag, "free"), f"{lines.total(kvs, 'peak_reserved_mib'):.0f}",
-                     f"{lines.total(kvs, 'peak_live_mib'):.0f}", f"{lines.total(kvs, 'driver_allocs'):.0f}",
-                     pair_ns(kvs)])
-    return markdown.table(["configuration", "requests completed", "generated t/s", "device peak MiB",
-                           "pools' peak reserved MiB", "pools' peak live MiB", "driver allocs",
+        rows.append([tag, served(total), f"{s['generated_per_s']:.0f}", peak_mib(folder, tag, "free"),
+                     f"{lines.total(kvs, 'peak_reserved_mib'):.0f}", f"{lines.total(kvs, 'peak_live_mib'):.0f}",
+                     f"{lines.total(kvs, 'driver_allocs'):.0f}", pair_ns(kvs)])
+    return markdown.table(["configuration", "requests served (parser's refusals)", "generated t/s",
+                           "device peak MiB", "pools' peak reserved MiB", "pools' peak live MiB", "driver allocs",
                            "ns per alloc+free pair"], rows)
+
+
+def trouble_rows(folder, case, label=""):
+    rows = []
+    for tag in configs(folder, case):
+        got = records(folder, tag, case)
+        if got is None:
+            continue
+        reqs, s = got
+        before, during, after = (counts(reqs, p) for p in PHASES)
+        why = logs.aborted(folder.text(f"serve-{tag}-{case}.log", ""))
+        rows.append(([label] if label else []) + [
+            tag, served(before), f"{during['served']} / {during['compute']} / {during['lost']}",
+            "alive" if s["alive_after"] else "**dead**", served(after),
+            f"{server_mib(folder, tag, case)} ({server_mib(folder, tag, 'free')})",
+            str(failed_computes(folder, tag, case)), why or ""])
+    return rows
+
+
+TROUBLE_COLUMNS = ["configuration", "before: served", "during: served / compute error / lost", "server after",
+                   "after: served", "server MiB after (unconstrained run's)", "computes failed",
+                   "the refusal (the server's log)"]
 
 
 def trouble(folder, case):
     """(b) spike, (c) window: what became of the requests sent during the stretch and after it,
-    whether the server lived, and its memory afterwards against the unconstrained run's"""
-    rows = []
-    for tag in configs(folder, case):
-        s = summary(folder, tag, case)
-        if s is None:
-            continue
-        kvs = pools(folder, tag, case)
-        during = " / ".join(str(count(s, "during", o)) for o in ("completed", "error", "lost"))
-        before = count(s, "before", "completed"), phase_total(s, "before")
-        after = count(s, "after", "completed"), phase_total(s, "after")
-        said = next((m for m in s["messages"]), "")
-        rows.append([tag, f"{before[0]} of {before[1]}", during, "alive" if s["alive_after"] else "**dead**",
-                     f"{after[0]} of {after[1]}", f"{server_mib(folder, tag, case)} ({server_mib(folder, tag, 'free')})",
-                     f"{lines.total(kvs, 'oom'):.0f}", f"`{said[:80]}`" if said else ""])
-    return markdown.table(["configuration", "before: completed", "during: completed / error / lost", "server after",
-                           "after: completed", "server MiB after (unconstrained run's)", "pools' OOM returned",
-                           "first error or loss"], rows)
+    whether the server lived, and its memory afterwards against the unconstrained run's; the
+    spikes a row per MiB they left free"""
+    if case == "window":
+        return markdown.table(TROUBLE_COLUMNS, trouble_rows(folder, case))
+    rows = [row for c in spikes(folder) for row in trouble_rows(folder, c, c.split("-h")[1])]
+    return markdown.table(["MiB left free"] + TROUBLE_COLUMNS, rows)

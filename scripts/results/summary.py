@@ -26,7 +26,7 @@ def sections(folder):
         ("under memory pressure, prompts of growing length", has("growing-", ".log"),
          lambda: pressure.table([folder])),
         ("llama-server, unconstrained", has("serve-", "-free.jsonl"), lambda: serve.free(folder)),
-        ("llama-server, a co-tenant over the during phase", has("serve-", "-spike.jsonl"),
+        ("llama-server, a co-tenant over the during phase", bool(serve.spikes(folder)),
          lambda: serve.trouble(folder, "spike")),
         ("llama-server, a fault window over the during phase", has("serve-", "-window.jsonl"),
          lambda: serve.trouble(folder, "window")),
