@@ -172,7 +172,7 @@ def training_loop(torch, config, oom_error):
     """Check (c)."""
     before = live_bytes(torch, config)
     total = torch.cuda.mem_get_info()[1]
-    held, r = [], {"chunks": 0, "steps": 0, "why": []}
+    held, r, c = [], {"chunks": 0, "steps": 0, "why": []}, None
     try:
         for _ in range(2 * total // CHUNK):  # bounded: a device that never refuses fails the check
             c = torch.empty(CHUNK, dtype=torch.uint8, device="cuda")
@@ -183,6 +183,7 @@ def training_loop(torch, config, oom_error):
         pass
     except Exception as e:  # noqa: BLE001
         r["why"].append(f"filling: {type_name(e)}: {str(e)[:60]}")
+    c = None  # the last chunk the loop made is in held; its name must not keep it alive past the loop
     r["chunks"] = len(held)
     del held[len(held) // 2:]
     kept = []
