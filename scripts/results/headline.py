@@ -1,9 +1,10 @@
 """README's headline: every configuration against ggml's own pools, one row each, from the tables
 the docs print in full: speed (the rotating tg128 rounds, place-adjusted), total device memory
 (the longctx step's short run: a 32k context, the device's peak above idle), the least free
-memory a run under pressure completes with (the growing sweep) and faults (the faults step)."""
+memory a run under pressure completes with (the growing sweep), faults (the faults step) and what
+a refusal did to llama-server (the serve step: the co-tenant and the fault window)."""
 
-from . import markdown, pressure, runs, speed, longctx
+from . import markdown, pressure, runs, serve, speed, longctx
 from .stats import BASELINE
 
 ROWS = ("ggml", "ggml-legacy", "vmm", "legacy", "plain", "async")
@@ -50,19 +51,48 @@ def fault_cells(folder):
                 for case in found if "-" not in case}
         recovered = [c for c, r in rows.items() if r[2] == "completed" and r[3] == "same"]
         clear = [c for c, r in rows.items() if r[2].startswith("aborted: the pool")]
+        failed = [c for c, r in rows.items() if r[2].startswith("failed: the pool")]
         parts = [f"{', '.join(recovered)}: same text"] if recovered else []
         parts += [f"{', '.join(clear)}: the pool's one line"] if clear else []
+        parts += [f"{', '.join(failed)}: the pool's line, llama.cpp's decode failure, exit 1"] if failed else []
         out[kind] = "; ".join(parts)
     return out
 
 
-def table(bench, memory_folder, pressure_folders, faults_folder, depths):
+def server_cells(folder):
+    """{config: what the refusals of the serve step's spikes and window did to llama-server}, over
+    the configuration's runs and its :kvpool one's (whose conversions need memory mid-run)"""
+    out = {}
+    for config in ROWS:
+        lost = failed = after = after_all = 0
+        for case in serve.spikes(folder) + ["window"]:
+            for tag in (config, f"{config}-kvpool"):
+                got = serve.records(folder, tag, case)
+                if got is None:
+                    continue
+                reqs, s = got
+                during, later = serve.counts(reqs, "during"), serve.counts(reqs, "after")
+                if not s["alive_after"]:
+                    lost += during["lost"] + later["lost"]
+                elif during["compute"]:
+                    failed += during["compute"]
+                    after, after_all = after + later["served"], after_all + later["all"]
+        if lost:
+            out[config] = f"**the server dies**: {lost} requests lost"
+        elif failed:
+            out[config] = f"{failed} requests answered \"Compute error.\", the server lives: {after} of {after_all} after served"
+        else:
+            out[config] = "met no refusal"
+    return out
+
+
+def table(bench, memory_folder, pressure_folders, faults_folder, serve_folder, depths):
     cells = (speed_cells(bench), memory_cells(memory_folder) if memory_folder else {},
-             pressure_cells(pressure_folders), fault_cells(faults_folder))
+             pressure_cells(pressure_folders), fault_cells(faults_folder), server_cells(serve_folder))
     rows = [[c] + [col.get(c, "-") for col in cells] for c in ROWS]
     for row in rows:
         if row[0] == BASELINE:
             row[1], row[4] = "1", "a refusal ends the run with a CUDA error"
     return markdown.table(["configuration", f"tg128 t/s to ggml's, place-adjusted, depth {depths}",
                            "total device memory MiB (to ggml's)", "least free H MiB it completes with",
-                           "faults"], rows)
+                           "faults", "a refusal in llama-server (co-tenant, fault window)"], rows)

@@ -4,7 +4,7 @@ tarball, docs/results/h200-COMMIT.tar.xz, is source.session("COMMIT"))."""
 
 import functools
 
-from . import benchmarks, headline, longctx, pressure, rounds, rpc, runs, source, speculative, speed, text
+from . import benchmarks, headline, longctx, pressure, rounds, rpc, runs, serve, source, speculative, speed, text
 
 # the rotating speed sessions, pooled; c6a7e02's rounds were split before each test kept its
 # place, which llama.sh's layout of that session's rounds gives back (checked against rotate/)
@@ -50,14 +50,19 @@ def longctx_session():
 # the rpc step
 LONGGEN = RPC = "e7ed23e"
 
+# the session of the serve step (llama-server, a co-tenant, a fault window), of the faults step
+# since a refusal fails the compute, and of memcheck over failing computes
+SERVE = "5d0d1ca"
+
 
 TABLES = (
     Table("headline", "Every configuration against ggml's pools: tg128 place-adjusted ratio [95% interval] at "
           "depths 0 and 32768, total device memory of a 32k context (longctx short), the least free memory "
-          "above S the growing sweep completes with, the faults step", SPEED_FILES + "; " +
-          tarballs("7ce09b6", "e17176c") + ": growing-*; e17176c: completion-KIND-CASE.*",
+          "above S the growing sweep completes with, the faults step, what a refusal did to llama-server (the serve "
+          "step's co-tenant and fault window, the configuration's runs and its :kvpool one's)", SPEED_FILES + "; " +
+          tarballs("7ce09b6", "e17176c") + ": growing-*; " + SERVE + ": completion-KIND-CASE.*, serve-*",
           lambda: headline.table(pooled(), longctx_session(), source.sessions("7ce09b6", "e17176c"),
-                                 source.session("e17176c"), "0 / 32768")),
+                                 source.session(SERVE), source.session(SERVE), "0 / 32768")),
     Table("speed-rotating", "llama-bench tg128 (1b-q8_0, -fa 1, rotating rounds), five sessions pooled: ggml's t/s "
           "(median, spread) and each configuration's ratio of medians to it [95% paired bootstrap, rounds resampled]",
           SPEED_FILES, lambda: speed.rotating(pooled())),
@@ -77,15 +82,25 @@ TABLES = (
           "run; e17176c's runs where they differ from 7ce09b6's; neighbouring H that agree share a column",
           tarballs("7ce09b6", "e17176c") + ": growing-*-hH.log, .stats",
           lambda: pressure.table(source.sessions("7ce09b6", "e17176c"))),
-    Table("faults", "The faults step at e17176c per kind and case: how the run ended, its text against the run "
-          "without faults, the pool's first recovery line", tarballs("e17176c") + ": completion-KIND-CASE.log, .txt",
-          lambda: runs.faults(source.session("e17176c"))),
+    Table("faults", f"The faults step at {SERVE} per kind and case: how the run ended, its text against the run "
+          "without faults, the pool's first recovery line", tarballs(SERVE) + ": completion-KIND-CASE.log, .txt",
+          lambda: runs.faults(source.session(SERVE))),
+    Table("memcheck-oom", f"compute-sanitizer memcheck over llama-completion while computes fail (the memcheck_oom "
+          f"step at {SERVE}: allocations refused from the second on, ten in all)", tarballs(SERVE) +
+          ": memcheck-oom-KIND-graphs-G.*", lambda: runs.memcheck_oom(source.session(SERVE))),
+    Table("serve-free", f"llama-server (8b-q8_0, -np 8, 64k) under 24 mixed requests, unconstrained, at {SERVE}",
+          tarballs(SERVE) + ": serve-TAG-free.*", lambda: serve.free(source.session(SERVE))),
+    Table("serve-spike", f"llama-server beside a co-tenant that leaves H MiB free over the second phase, at {SERVE}",
+          tarballs(SERVE) + ": serve-TAG-spike-hH.*", lambda: serve.trouble(source.session(SERVE), "spike")),
+    Table("serve-window", f"llama-server through a fault window over the second phase (while=FILE), at {SERVE}",
+          tarballs(SERVE) + ": serve-TAG-window.*", lambda: serve.trouble(source.session(SERVE), "window")),
     Table("ops", "test-backend-ops -b CUDA0 per session and configuration: tests passed, FAIL lines, exit status",
-          tarballs("5238ef3", "e17176c", "3bfa8b8", "e7ed23e") + ": ops-*.txt, .log",
-          lambda: runs.ops(source.sessions("5238ef3", "e17176c", "3bfa8b8", "e7ed23e"))),
+          tarballs("5238ef3", "e17176c", "3bfa8b8", "e7ed23e", SERVE) + ": ops-*.txt, .log",
+          lambda: runs.ops(source.sessions("5238ef3", "e17176c", "3bfa8b8", "e7ed23e", SERVE))),
     Table("greedy", "Greedy generation (llama-completion, 64 tokens): the text's md5 per configuration and session",
-          tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e") + ": completion-CONFIG.txt",
-          lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e"))),
+          tarballs("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e", SERVE) + ": completion-CONFIG.txt",
+          lambda: runs.greedy(source.sessions("c6a7e02", "e14b1a3", "5238ef3", "e17176c", "3bfa8b8", "e7ed23e",
+                                              SERVE))),
     Table("longctx-prefill", "One prompt of 32768 tokens into a 32k context in ubatches of 512 (llama-bench, 8b-q8_0, "
           "KV q8_0, FA): t/s, the device's peak above idle, the pools' figures", tarballs(LONGCTX) +
           ": longctx-prefill-TAG.*", lambda: longctx.table(longctx_session(), "prefill")),

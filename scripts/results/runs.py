@@ -5,7 +5,7 @@ module kind and case (completion-KIND-CASE.log and .txt against the run without 
 import hashlib
 import re
 
-from . import logs, markdown, stats
+from . import lines, logs, markdown, stats
 
 FAULT_CASES = ("oneshot", "prob", "persistent", "capture")
 # a faults step's run (CASE-COMMIT: an earlier build's, as capture-dd10397)
@@ -49,6 +49,8 @@ def fault_row(folder, kind, case, name):
         ended = f"failed: {why} (exit {logs.exit_status(log)})"
     elif why:
         ended = f"aborted: {why}"
+    if ended != "completed":
+        same = "-"  # a run that ended early wrote at most its prompt
     return [kind, case, ended, same, f"`{recovery[0]}`" if recovery else "-"]
 
 
@@ -78,3 +80,18 @@ def ops(folders):
         configs = [m.group(1) for _, m in folder.match(r"ops-(.+)\.txt")]
         rows += [ops_row(folder, folder.label, c) for c in stats.kind_order(configs)]
     return markdown.table(["session", "configuration", "tests passed", "FAIL", "exit"], rows)
+
+
+def memcheck_oom(folder):
+    """the memcheck_oom step: per kind and graphs setting, the computes that failed, what memcheck
+    said (its summary lines are on stdout, the .txt) and how llama-completion ended"""
+    rows = []
+    for name, m in folder.match(r"memcheck-oom-(.+)-graphs-(on|off)\.log"):
+        log, out = folder.text(name), folder.text(name[:-len(".log")] + ".txt", "")
+        errors = re.search(r"ERROR SUMMARY: (\d+ errors?)", out)
+        leaked = re.search(r"LEAK SUMMARY: (.+)", out)
+        failed = sum(int(kv.get("failed", 0)) for kvs in lines.by_session(
+            folder.text(name[:-len(".log")] + ".stats", ""), lines.GRAPHS).values() for kv in kvs)
+        rows.append([m.group(1), m.group(2), str(failed), errors.group(1) if errors else "?",
+                     leaked.group(1).strip() if leaked else "?", f"exit {logs.exit_status(log)}"])
+    return markdown.table(["kind", "CUDA graphs", "computes failed", "memcheck", "leaks", "llama-completion"], rows)
