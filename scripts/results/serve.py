@@ -120,7 +120,7 @@ def trouble_rows(folder, case, label=""):
         rows.append(([label] if label else []) + [
             tag, served(before), f"{during['served']} / {during['compute']} / {during['lost']}",
             "alive" if s["alive_after"] else "**dead**", served(after),
-            f"{server_mib(folder, tag, case)} ({server_mib(folder, tag, 'free')})",
+            f"{server_mib(folder, tag, case) if s['alive_after'] else '-'} ({server_mib(folder, tag, 'free')})",
             str(failed_computes(folder, tag, case)), why or ""])
     return rows
 
