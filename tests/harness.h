@@ -145,6 +145,17 @@ inline ggml_cpool_ctx_t make_ctx_with_headroom(ggml_cpool_driver_t drv, ggml_cpo
     return ctx;
 }
 
+// what creating a sim context with the default parameters returns under the environment now
+// (the context is freed at once)
+inline ggml_cpool_status sim_ctx_status() {
+    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
+    p.driver_kind           = GGML_CPOOL_DRIVER_SIM;
+    ggml_cpool_ctx_t  ctx   = nullptr;
+    ggml_cpool_status st    = ggml_cpool_ctx_create(&p, &ctx);
+    ggml_cpool_ctx_free(ctx);
+    return st;
+}
+
 inline ggml_cpool_t pool_of(ggml_cpool_ctx_t ctx, int device = 0) {
     ggml_cpool_t pool = nullptr;
     EXPECT_EQ(ggml_cpool_ctx_get_pool(ctx, device, &pool), GGML_CPOOL_STATUS_OK);

@@ -33,12 +33,7 @@ ggml_cpool_status try_alloc(ggml_cpool_t pool, size_t size, uint32_t flags = 0) 
 
 ggml_cpool_status ctx_with_env(const char * name, const char * value) {
     scoped_env set(name, value);
-    auto       cp         = ggml_cpool_ctx_default_params();
-    cp.driver_kind        = GGML_CPOOL_DRIVER_SIM;
-    ggml_cpool_ctx_t  ctx = nullptr;
-    ggml_cpool_status st  = ggml_cpool_ctx_create(&cp, &ctx);
-    ggml_cpool_ctx_free(ctx);
-    return st;
+    return sim_ctx_status();
 }
 
 // clang-format off

@@ -49,15 +49,6 @@ struct reading {
     ggml_cpool_status       st;
 };
 
-ggml_cpool_status create_sim_ctx() {
-    ggml_cpool_ctx_params p = ggml_cpool_ctx_default_params();
-    p.driver_kind           = GGML_CPOOL_DRIVER_SIM;
-    ggml_cpool_ctx_t  ctx   = nullptr;
-    ggml_cpool_status st    = ggml_cpool_ctx_create(&p, &ctx);
-    ggml_cpool_ctx_free(ctx);
-    return st;
-}
-
 std::string temp_file(const char * what) {
     std::string path = testing::TempDir() + "gcp-options-" + what + "-" + std::to_string(getpid());
     remove(path.c_str());
@@ -82,7 +73,7 @@ TEST(Options, AnEmptyModuleVariableCreatesAContext) {
     for (const char * name : { "GGML_CUDA_POOL", "GGML_CUDA_NO_VMM", "GGML_CUDA_POOL_LOG", "GGML_CUDA_POOL_FAULT" }) {
         scoped_env  empty(name, "");
         log_capture log;
-        EXPECT_EQ(create_sim_ctx(), GGML_CPOOL_STATUS_OK) << name << "= is the default, as unset is";
+        EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_OK) << name << "= is the default, as unset is";
         EXPECT_TRUE(log.lines(GGML_CPOOL_LOG_WARN).empty()) << name;
     }
 }
@@ -232,7 +223,7 @@ TEST(Options, TheModuleRefusesGgmlsOwnPools) {
     scoped_env  pool("GGML_CUDA_POOL", "GGML");
     log_capture log;
     EXPECT_EQ(ggml_cpool_options_check(), GGML_CPOOL_STATUS_OK) << "a value of the row: the llama.cpp adapter's";
-    EXPECT_EQ(create_sim_ctx(), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(log.count("^GGML_CUDA_POOL=GGML: ggml's own pools, which only the llama.cpp adapter serves"), 1u);
     EXPECT_EQ(log.lines().size(), 1u);
 }
@@ -241,7 +232,7 @@ TEST(Options, AMalformedLogLevelFailsContextCreation) {
     no_options  env;
     scoped_env  level("GGML_CUDA_POOL_LOG", "loud");
     log_capture log;
-    EXPECT_EQ(create_sim_ctx(), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(log.count("^GGML_CUDA_POOL_LOG=loud: not one of its values; it takes debug \\| info"), 1u);
     EXPECT_EQ(log.lines().size(), 1u);
     EXPECT_EQ(ggml_cpool_log_threshold(), GGML_CPOOL_LOG_WARN) << "the logger keeps warn meanwhile";
