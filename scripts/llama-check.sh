@@ -25,7 +25,7 @@ adapter=(ggml-cuda/adapter/*.cu)
 for cu in "${adapter[@]}"; do
     grep -q "/$cu\b" integrations/llama.cpp/ggml-cuda-pool.cmake ||
         { echo "llama-check: FAILED: $cu is not in integrations/llama.cpp/ggml-cuda-pool.cmake"; exit 1; }
-    nvcc -std=c++17 -arch=sm_90 -DGGML_CUDA_CPOOL \
+    nvcc -std=c++17 -arch=sm_90 -DGGML_CUDA_POOL \
         -I"$src/ggml/include" -I"$src/ggml/src" -I"$src/ggml/src/ggml-cuda" -Iinclude -Iggml-cuda/adapter \
         -c "$cu" -o "$DIR/$(basename "$cu" .cu).o" 2>&1 | tee -a "$DIR/nvcc.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "llama-check: FAILED: $cu does not compile"; exit 1; }

@@ -18,7 +18,7 @@ import os, signal, socket, sys, time
 port = int(sys.argv[sys.argv.index("-p") + 1])
 def snapshot(*_):
     with open(os.environ["GGML_CUDA_POOL_STATS"], "a") as f:
-        f.write(f"ggml-cuda-pool snapshot: session=1 device=0 slot=0 pool={os.environ['GGML_CUDA_POOL']} reserved_mib=8.00\n")
+        f.write(f"ggml-cuda-pool snapshot: context=1 device=0 slot=0 pool={os.environ['GGML_CUDA_POOL']} reserved_mib=8.00\n")
 signal.signal(signal.SIGUSR1, snapshot)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -42,7 +42,7 @@ for ((i = 0; i < n; i++)); do
             { echo "ggml-rpc.cpp: Remote RPC server crashed or returned malformed response" >&2; exit 134; }
     fi
 done
-echo "ggml-cuda-pool stats: session=1 pool=$GGML_CUDA_POOL" >>"$GGML_CUDA_POOL_STATS"
+echo "ggml-cuda-pool stats: context=1 pool=$GGML_CUDA_POOL" >>"$GGML_CUDA_POOL_STATS"
 STUB
 cat >"$work/build/bin/llama-bench" <<'STUB'
 #!/usr/bin/env bash

@@ -23,7 +23,7 @@ window = os.environ.get("GGML_CUDA_POOL_FAULT", "").partition("while=")[2]
 held = os.path.join(os.environ["LLAMA_WORK"], "held")
 def stop(*_):
     with open(os.environ["GGML_CUDA_POOL_STATS"], "a") as f:
-        f.write(f"ggml-cuda-pool stats: session=1 device=0 slot=0 pool={pools} allocs=1000 hits=990 driver_allocs=10 "
+        f.write(f"ggml-cuda-pool stats: context=1 device=0 slot=0 pool={pools} allocs=1000 hits=990 driver_allocs=10 "
                 "peak_live_mib=40.00 peak_reserved_mib=48.00 oom=0 call_ms=0.150\n")
     os._exit(0)
 signal.signal(signal.SIGTERM, stop)

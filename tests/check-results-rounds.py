@@ -85,7 +85,7 @@ def check_split(results):
         with open(os.path.join(results, f"{PREFIX}-{config}-r1.stats")) as f:
             stats = f.read()
         allocs = [int(p.split("=")[1]) for p in stats.split() if p.startswith("allocs=")]
-        sessions = [int(p.split("=")[1]) for p in stats.split() if p.startswith("session=")]
+        sessions = [int(p.split("=")[1]) for p in stats.split() if p.startswith("context=")]
         check(allocs == [k + 1 for k in own] and sessions == [1, 1, 2, 2], f"{config}: its own contexts' lines "
               f"(allocs {allocs}), numbered from 1: {sessions}", stats)
     table = speed.rotating(rounds.read(source.open_folder(results)))

@@ -79,7 +79,8 @@ TEST(Docs, AOneShotFaultFiresOnTheCallsTheDocsName) {
 TEST(Sources, LogLinesTakeThePlatformFromTheDriver) {
     const std::regex hard_coded("\"(CUDA|HIP) pool\\[%");
     int              files = 0;
-    for (auto & entry : std::filesystem::directory_iterator(std::filesystem::path(GCP_SOURCE_DIR) / "ggml-cuda")) {
+    for (auto & entry :
+         std::filesystem::recursive_directory_iterator(std::filesystem::path(GCP_SOURCE_DIR) / "ggml-cuda")) {
         if (!entry.is_regular_file()) {
             continue;
         }
@@ -220,7 +221,7 @@ TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
 // environment through the module (ggml_cpool_option_read), never with a getenv of their own; only
 // the Python helper, which cannot call the module before it loads the library, reads it itself
 TEST(Sources, TheModuleAloneReadsTheEnvironment) {
-    const std::string reader = "ggml-cuda/options.h";
+    const std::string reader = "ggml-cuda/support/options.h";
     size_t            module = 0;
     for (const env_read & r : env_reads()) {
         const bool python = std::filesystem::path(r.file).extension() == ".py";

@@ -1,9 +1,9 @@
 // The pools' inner structures against plain standard-library models, over random operations:
 // the live set (pointer -> size, open addressing) and the legacy pool's size bins (best fit).
 
-#include "../ggml-cuda/live-set.h"
-#include "../ggml-cuda/pool.h"
-#include "../ggml-cuda/size-bins.h"
+#include "../ggml-cuda/pools/live-set.h"
+#include "../ggml-cuda/pools/pool.h"
+#include "../ggml-cuda/pools/size-bins.h"
 
 #include <gtest/gtest.h>
 

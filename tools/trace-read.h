@@ -3,7 +3,7 @@
 // docs/trace-and-replay.md) into records. A malformed file is refused whole, with the line and the
 // reason: a replay of half a trace would report numbers that mean nothing.
 
-#include "../ggml-cuda/trace-format.h"
+#include "../ggml-cuda/trace/trace-format.h"
 
 #include <cstdint>
 #include <string>

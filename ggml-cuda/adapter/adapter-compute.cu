@@ -4,7 +4,7 @@
 // process (ggml-cuda-pool-adapter.cuh). Here: who may unwind, which CUDA errors are an
 // out-of-memory, and what is left to set right once the compute has unwound.
 
-#include "adapter-session.cuh"
+#include "adapter-context.cuh"
 #include "adapter-settings.cuh"
 #include "common.cuh"
 
@@ -79,7 +79,7 @@ void fail(int device, const char * what, ggml_cpool_status st) {
 
 ggml_cuda_cpool_compute_scope::ggml_cuda_cpool_compute_scope(ggml_backend_cuda_context & ctx) :
     saved(cpool_adapter::compute_may_fail) {
-    cpool_adapter::compute_may_fail = cpool_adapter::session_of(ctx).pools == cpool_adapter::owner::module &&
+    cpool_adapter::compute_may_fail = cpool_adapter::context_of(ctx).pools == cpool_adapter::owner::module &&
                                       cpool_adapter::config().oom_fails_compute;
 }
 
@@ -109,8 +109,8 @@ enum ggml_status ggml_cuda_cpool_compute_failed(ggml_backend_cuda_context & ctx)
             status = GGML_STATUS_FAILED;
         }
     }
-    ggml_cuda_cpool_session & session = cpool_adapter::session_of(ctx);
-    session.capture_abandoned         = false; // that capture is gone too
-    session.graph_events[GGML_CUDA_CPOOL_GRAPH_FAILED]++;
+    ggml_cuda_cpool_context & context = cpool_adapter::context_of(ctx);
+    context.capture_abandoned         = false; // that capture is gone too
+    context.graph_events[GGML_CUDA_CPOOL_GRAPH_FAILED]++;
     return status;
 }

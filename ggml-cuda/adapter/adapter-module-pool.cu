@@ -4,7 +4,7 @@
 
 #include "adapter-pools.cuh"
 
-#include "adapter-session.cuh"
+#include "adapter-context.cuh"
 #include "adapter-settings.cuh"
 #include "adapter-stats.cuh"
 #include "common.cuh"
@@ -17,9 +17,9 @@ namespace cpool_adapter {
 namespace {
 
 struct module_pool final : ggml_cuda_pool {
-    module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool, int device, int slot,
+    module_pool(std::shared_ptr<ggml_cuda_cpool_context> context, ggml_cpool_t pool, int device, int slot,
                 cudaStream_t stream) :
-        session(std::move(session)),
+        context(std::move(context)),
         pool(pool),
         device(device),
         slot(slot),
@@ -28,7 +28,7 @@ struct module_pool final : ggml_cuda_pool {
 
     ~module_pool() override {
         if (!config().stats.empty()) {
-            report(line::stats, session->id, device, slot, current());
+            report(line::stats, context->id, device, slot, current());
         }
     }
 
@@ -97,7 +97,7 @@ struct module_pool final : ggml_cuda_pool {
     // the snapshot line SIGUSR1 asked for, before this call changes anything
     void on_call() {
         if (timed && snapshot.due()) {
-            report(line::snapshot, session->id, device, slot, current());
+            report(line::snapshot, context->id, device, slot, current());
         }
     }
 
@@ -153,8 +153,8 @@ struct module_pool final : ggml_cuda_pool {
                       "ends there, what it holds runs once and the rest of the graph without it, where the pool can "
                       "recover\n",
                       device, ggml_cpool_last_error());
-        session->capture_abandoned = true;
-        session->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
+        context->capture_abandoned = true;
+        context->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
         return true;
     }
 
@@ -176,7 +176,7 @@ struct module_pool final : ggml_cuda_pool {
         return err != cudaSuccess ? err : destroyed;
     }
 
-    std::shared_ptr<ggml_cuda_cpool_session> session; // outlives every pool of the backend context
+    std::shared_ptr<ggml_cuda_cpool_context> context; // outlives every pool of the backend context
     ggml_cpool_t                             pool;
     int                                      device, slot;
     cudaStream_t                             stream; // ggml's, the one this pool's kernels run on
@@ -187,9 +187,9 @@ struct module_pool final : ggml_cuda_pool {
 
 } // namespace
 
-std::unique_ptr<ggml_cuda_pool> make_module_pool(std::shared_ptr<ggml_cuda_cpool_session> session, ggml_cpool_t pool,
+std::unique_ptr<ggml_cuda_pool> make_module_pool(std::shared_ptr<ggml_cuda_cpool_context> context, ggml_cpool_t pool,
                                                  int device, int slot, cudaStream_t stream) {
-    return std::make_unique<module_pool>(std::move(session), pool, device, slot, stream);
+    return std::make_unique<module_pool>(std::move(context), pool, device, slot, stream);
 }
 
 } // namespace cpool_adapter

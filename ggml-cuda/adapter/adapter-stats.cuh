@@ -1,6 +1,6 @@
 #pragma once
 // The statistics lines (GGML_CUDA_POOL_STATS): one per pool when it goes, one per backend context
-// when its session ends, one per pool on demand in a live process (SIGUSR1), and the timer that
+// when its context ends, one per pool on demand in a live process (SIGUSR1), and the timer that
 // measures the time inside a pool's calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
@@ -54,7 +54,7 @@ class call_timer {
 
 // one line per pool: `stats` at its destruction, `snapshot` on demand
 enum class line { stats, snapshot };
-void report(line what, uint64_t session, int device, int slot, const figures & f);
+void report(line what, uint64_t context, int device, int slot, const figures & f);
 
 // A live process's lines on demand: where GGML_CUDA_POOL_STATS is set, SIGUSR1 asks every pool
 // for a snapshot line, which the pool writes at its next call, on the thread that uses it (a pool
@@ -71,7 +71,7 @@ class snapshot_request {
     unsigned seen;
 };
 
-// one line per backend context, when its session ends: what its CUDA graphs did
-void report_graphs(uint64_t session, const uint64_t (&events)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name);
+// one line per backend context, when its context ends: what its CUDA graphs did
+void report_graphs(uint64_t context, const uint64_t (&events)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name);
 
 } // namespace cpool_adapter

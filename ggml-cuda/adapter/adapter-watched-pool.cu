@@ -5,7 +5,7 @@
 
 #include "adapter-pools.cuh"
 
-#include "adapter-session.cuh"
+#include "adapter-context.cuh"
 #include "adapter-settings.cuh"
 #include "adapter-stats.cuh"
 #include "common.cuh"
@@ -18,17 +18,17 @@ namespace cpool_adapter {
 namespace {
 
 struct watched_pool final : ggml_cuda_pool {
-    watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session, std::unique_ptr<ggml_cuda_pool> own, int device,
+    watched_pool(std::shared_ptr<ggml_cuda_cpool_context> context, std::unique_ptr<ggml_cuda_pool> own, int device,
                  int slot, bool legacy) :
-        session(std::move(session)),
+        context(std::move(context)),
         own(std::move(own)),
         device(device),
         slot(slot),
         legacy(legacy) {
-        seen.kind = this->session->config.c_str(); // ggml or ggml-legacy; the session outlives the pool
+        seen.kind = this->context->config.c_str(); // ggml or ggml-legacy; the context outlives the pool
     }
 
-    ~watched_pool() override { report(line::stats, session->id, device, slot, current()); }
+    ~watched_pool() override { report(line::stats, context->id, device, slot, current()); }
 
     void * alloc(size_t size, size_t * actual_size) override {
         on_call();
@@ -81,7 +81,7 @@ struct watched_pool final : ggml_cuda_pool {
     // the snapshot line SIGUSR1 asked for, before this call changes anything
     void on_call() {
         if (snapshot.due()) {
-            report(line::snapshot, session->id, device, slot, current());
+            report(line::snapshot, context->id, device, slot, current());
         }
     }
 
@@ -107,7 +107,7 @@ struct watched_pool final : ggml_cuda_pool {
         seen.peak_live = std::max(seen.peak_live, live);
     }
 
-    std::shared_ptr<ggml_cuda_cpool_session> session;
+    std::shared_ptr<ggml_cuda_cpool_context> context;
     std::unique_ptr<ggml_cuda_pool>          own;
     int                                      device, slot;
     bool                                     legacy;
@@ -118,10 +118,10 @@ struct watched_pool final : ggml_cuda_pool {
 
 } // namespace
 
-std::unique_ptr<ggml_cuda_pool> make_watched_pool(std::shared_ptr<ggml_cuda_cpool_session> session,
+std::unique_ptr<ggml_cuda_pool> make_watched_pool(std::shared_ptr<ggml_cuda_cpool_context> context,
                                                   std::unique_ptr<ggml_cuda_pool> own, int device, int slot,
                                                   bool legacy) {
-    return std::make_unique<watched_pool>(std::move(session), std::move(own), device, slot, legacy);
+    return std::make_unique<watched_pool>(std::move(context), std::move(own), device, slot, legacy);
 }
 
 } // namespace cpool_adapter

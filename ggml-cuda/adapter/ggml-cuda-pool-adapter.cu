@@ -1,5 +1,5 @@
-// ggml-cuda-pool as ggml's ggml_cuda_pool: the sessions and the entry points the patch calls. One
-// module context per ggml backend context (the session, adapter-session.cuh), one module pool per
+// ggml-cuda-pool as ggml's ggml_cuda_pool: the contexts and the entry points the patch calls. One
+// module context per ggml backend context (the context, adapter-context.cuh), one module pool per
 // (device, stream slot) on the stream ggml launches that slot's kernels on, as ggml keeps a pool
 // per stream: a buffer freed on one stream is never reused on another without a synchronize.
 // ggml creates and owns the streams; the module borrows them.
@@ -7,7 +7,7 @@
 #include "ggml-cuda-pool-adapter.cuh"
 
 #include "adapter-pools.cuh"
-#include "adapter-session.cuh"
+#include "adapter-context.cuh"
 #include "adapter-settings.cuh"
 #include "adapter-stats.cuh"
 #include "common.cuh"
@@ -42,25 +42,25 @@ void forward_log(ggml_cpool_log_level level, const char * text, void * /*user_da
     }
 }
 
-std::shared_ptr<ggml_cuda_cpool_session> open_session() {
+std::shared_ptr<ggml_cuda_cpool_context> open_context() {
     route_module_log();
-    static std::atomic<uint64_t> sessions{ 0 };
+    static std::atomic<uint64_t> contexts{ 0 };
     const settings &             c       = config();
-    auto                         session = std::make_shared<ggml_cuda_cpool_session>();
-    session->id                          = ++sessions;
-    const choice & pick                  = c.rotate.empty() ? c.pools : c.rotate[(session->id - 1) % c.rotate.size()];
-    session->config                      = pick.name;
-    session->pools                       = pick.pools;
+    auto                         context = std::make_shared<ggml_cuda_cpool_context>();
+    context->id                          = ++contexts;
+    const choice & pick                  = c.rotate.empty() ? c.pools : c.rotate[(context->id - 1) % c.rotate.size()];
+    context->config                      = pick.name;
+    context->pools                       = pick.pools;
     if (pick.pools != owner::module) {
-        return session;
+        return context;
     }
     ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params();       // the cuda driver; kinds from the environment
     std::fill(std::begin(params.kind), std::end(params.kind), pick.kind); // AUTO leaves them there
-    ggml_cpool_status st = ggml_cpool_ctx_create(&params, &session->ctx);
+    ggml_cpool_status st = ggml_cpool_ctx_create(&params, &context->ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
         fail(ggml_cuda_get_device(), "creating the pool context", st);
     }
-    return session;
+    return context;
 }
 
 } // namespace
@@ -70,16 +70,16 @@ void route_module_log() {
     std::call_once(logger, [] { ggml_cpool_log_set(forward_log, nullptr); });
 }
 
-ggml_cuda_cpool_session & session_of(ggml_backend_cuda_context & ctx) {
-    if (!ctx.cpool_session) {
-        ctx.cpool_session = open_session();
+ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx) {
+    if (!ctx.cpool_context) {
+        ctx.cpool_context = open_context();
     }
-    return *ctx.cpool_session;
+    return *ctx.cpool_context;
 }
 
 } // namespace cpool_adapter
 
-ggml_cuda_cpool_session::~ggml_cuda_cpool_session() {
+ggml_cuda_cpool_context::~ggml_cuda_cpool_context() {
     cpool_adapter::report_graphs(id, graph_events, config.c_str());
     ggml_cpool_ctx_free(ctx);
 }
@@ -89,11 +89,11 @@ bool ggml_cuda_cpool_kv_f16_in_pool() {
 }
 
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event) {
-    cpool_adapter::session_of(ctx).graph_events[event]++;
+    cpool_adapter::context_of(ctx).graph_events[event]++;
 }
 
 bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
-    ggml_cuda_cpool_session & s         = cpool_adapter::session_of(ctx);
+    ggml_cuda_cpool_context & s         = cpool_adapter::context_of(ctx);
     const bool                abandoned = s.capture_abandoned;
     s.capture_abandoned                 = false;
     return abandoned;
@@ -101,13 +101,13 @@ bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
 
 uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
     // ggml's own pools never give memory back while the context lives: their generation stays 0
-    return ctx.cpool_session && ctx.cpool_session->ctx ? ggml_cpool_ctx_generation(ctx.cpool_session->ctx) : 0;
+    return ctx.cpool_context && ctx.cpool_context->ctx ? ggml_cpool_ctx_generation(ctx.cpool_context->ctx) : 0;
 }
 
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool) {
     using cpool_adapter::owner;
-    const ggml_cuda_cpool_session & s = cpool_adapter::session_of(ctx);
+    const ggml_cuda_cpool_context & s = cpool_adapter::context_of(ctx);
     if (s.pools != owner::module) {
         const bool                      vmm = s.pools == owner::ggml;
         std::unique_ptr<ggml_cuda_pool> own = own_pool(device, vmm);
@@ -119,17 +119,17 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
 #else
         const bool legacy = true;
 #endif
-        return cpool_adapter::make_watched_pool(ctx.cpool_session, std::move(own), device, stream_no, legacy);
+        return cpool_adapter::make_watched_pool(ctx.cpool_context, std::move(own), device, stream_no, legacy);
     }
-    ggml_cpool_ctx_t  session = ctx.cpool_session->ctx;
+    ggml_cpool_ctx_t  context = ctx.cpool_context->ctx;
     ggml_cpool_t      pool    = nullptr;
     cudaStream_t      stream  = ctx.stream(device, stream_no);
-    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(session, device, stream_no, stream);
+    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(context, device, stream_no, stream);
     if (st == GGML_CPOOL_STATUS_OK) {
-        st = ggml_cpool_ctx_get_slot_pool(session, device, stream_no, &pool);
+        st = ggml_cpool_ctx_get_slot_pool(context, device, stream_no, &pool);
     }
     if (st != GGML_CPOOL_STATUS_OK) {
         cpool_adapter::fail(device, "creating the pool", st);
     }
-    return cpool_adapter::make_module_pool(ctx.cpool_session, pool, device, stream_no, stream);
+    return cpool_adapter::make_module_pool(ctx.cpool_context, pool, device, stream_no, stream);
 }

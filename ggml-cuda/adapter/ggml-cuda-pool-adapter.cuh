@@ -1,7 +1,7 @@
 #pragma once
 // ggml-cuda-pool as the pools of ggml's CUDA backend. Built into ggml-cuda by the llama.cpp
-// integration (integrations/llama.cpp, CMake option GGML_CUDA_CPOOL), which defines
-// GGML_CUDA_CPOOL; GGML_CUDA_POOL picks the module's pools or ggml's own at run time.
+// integration (integrations/llama.cpp, CMake option GGML_CUDA_POOL), which defines
+// GGML_CUDA_POOL; GGML_CUDA_POOL picks the module's pools or ggml's own at run time.
 
 #include "ggml.h"
 
@@ -11,7 +11,7 @@
 struct ggml_cuda_pool;
 struct ggml_backend_cuda_context;
 // the module context the pools of one backend context share
-struct ggml_cuda_cpool_session;
+struct ggml_cuda_cpool_context;
 
 // ggml's own pool for a device (VMM where the device has it and `vmm` is set, else legacy)
 typedef std::unique_ptr<ggml_cuda_pool> (*ggml_cuda_own_pool_fn)(int device, bool vmm);

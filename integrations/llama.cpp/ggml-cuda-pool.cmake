@@ -1,4 +1,4 @@
-# Included by the patched ggml-cuda/CMakeLists.txt (option GGML_CUDA_CPOOL, GGML_CUDA_CPOOL_DIR):
+# Included by the patched ggml-cuda/CMakeLists.txt (option GGML_CUDA_POOL, GGML_CUDA_POOL_DIR):
 # compiles the module and its adapter into ggml-cuda, with ggml's own flags and CUDA runtime, so
 # the module and ggml share one runtime (one current device, one sticky error).
 include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/ggml-cuda-pool-sources.cmake)
@@ -18,5 +18,5 @@ function(ggml_cuda_pool_add_to target)
     # the public header, the adapter's headers, and ggml-cuda's own headers for the adapter
     target_include_directories(${target} PRIVATE ${GCP_SOURCE_DIR}/include ${GCP_SOURCE_DIR}/ggml-cuda/adapter
                                ${CMAKE_CURRENT_SOURCE_DIR})
-    target_compile_definitions(${target} PRIVATE GGML_CUDA_CPOOL GGML_CPOOL_HAVE_CUDA)
+    target_compile_definitions(${target} PRIVATE GGML_CUDA_POOL GGML_CPOOL_HAVE_CUDA)
 endfunction()

@@ -46,7 +46,7 @@ step_build() {
         cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
             -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_CURL=OFF \
             -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=$server -DMTMD_VIDEO=OFF \
-            -DLLAMA_BUILD_APP=OFF -DGGML_RPC=ON -DGGML_CUDA_CPOOL=ON -DGGML_CUDA_CPOOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
+            -DLLAMA_BUILD_APP=OFF -DGGML_RPC=ON -DGGML_CUDA_POOL=ON -DGGML_CUDA_POOL_DIR="$ROOT" ${LLAMA_CMAKE_ARGS:-} \
             >"$WORK/configure.log" 2>&1 || { tail -20 "$WORK/configure.log"; die "configure failed"; }
     fi
     local t0=$SECONDS

@@ -1,6 +1,7 @@
 """The lines the adapter writes at GGML_CUDA_POOL_STATS: one per pool when it goes
-(`ggml-cuda-pool stats: session= ...`) and one per backend context (`ggml-cuda-pool graphs:
-session= ... config=`); session numbers a process's contexts from 1."""
+(`ggml-cuda-pool stats: context= ...`) and one per backend context (`ggml-cuda-pool graphs:
+context= ... config=`); context numbers a process's contexts from 1 (`session=` in lines printed
+before it was named so, read as the same field)."""
 
 import re
 from collections import defaultdict
@@ -14,22 +15,27 @@ GRAPH_COUNTS = ("eager", "captures", "instantiations", "updates", "update_failur
 def fields(line, pattern=STATS):
     """a stats or graphs line's {key: value}, None when the line is not one"""
     m = pattern.search(line)
-    return dict(item.split("=", 1) for item in m.group(1).split()) if m else None
+    if not m:
+        return None
+    kv = dict(item.split("=", 1) for item in m.group(1).split())
+    if "session" in kv:
+        kv["context"] = kv.pop("session")
+    return kv
 
 
-def by_session(text, pattern=STATS):
-    """session -> [{key: value}] of the lines of one kind (a pool's statistics, a context's graphs)"""
+def by_context(text, pattern=STATS):
+    """context -> [{key: value}] of the lines of one kind (a pool's statistics, a context's graphs)"""
     out = defaultdict(list)
     for line in (text or "").splitlines():
         kv = fields(line, pattern)
         if kv:
-            out[int(kv["session"])].append(kv)
+            out[int(kv["context"])].append(kv)
     return out
 
 
 def pool_lines(text):
     """every pool's statistics, whichever context"""
-    return [kv for kvs in by_session(text).values() for kv in kvs]
+    return [kv for kvs in by_context(text).values() for kv in kvs]
 
 
 def total(kvs, key):
@@ -40,7 +46,7 @@ def total(kvs, key):
 def graph_counts(text):
     """the CUDA graph counts of every context summed, and the pools' synchronizes (syncs)"""
     total = defaultdict(int)
-    for kv in (kv for kvs in by_session(text, GRAPHS).values() for kv in kvs):
+    for kv in (kv for kvs in by_context(text, GRAPHS).values() for kv in kvs):
         for k in GRAPH_COUNTS:
             total[k] += int(kv.get(k, 0))
     for kv in pool_lines(text):

@@ -71,7 +71,7 @@ def snapshot_groups(text):
         kv = lines.fields(line, lines.SNAPSHOT)
         if not kv:
             continue
-        key = (kv["session"], kv["device"], kv["slot"])
+        key = (kv["context"], kv["device"], kv["slot"])
         if not groups or key in seen:
             groups.append([])
             seen = set()

@@ -90,7 +90,7 @@ def memcheck_oom(folder):
         log, out = folder.text(name), folder.text(name[:-len(".log")] + ".txt", "")
         errors = re.search(r"ERROR SUMMARY: (\d+ errors?)", out)
         leaked = re.search(r"LEAK SUMMARY: (.+)", out)
-        failed = sum(int(kv.get("failed", 0)) for kvs in lines.by_session(
+        failed = sum(int(kv.get("failed", 0)) for kvs in lines.by_context(
             folder.text(name[:-len(".log")] + ".stats", ""), lines.GRAPHS).values() for kv in kvs)
         rows.append([m.group(1), m.group(2), str(failed), errors.group(1) if errors else "?",
                      leaked.group(1).strip() if leaked else "?", f"exit {logs.exit_status(log)}"])

@@ -65,7 +65,7 @@ def pools(folder, tag, case):
 def failed_computes(folder, tag, case):
     """computes that returned GGML_STATUS_ALLOC_FAILED, from the graphs lines"""
     text = folder.text(f"serve-{tag}-{case}.stats", "")
-    return sum(int(kv.get("failed", 0)) for kvs in lines.by_session(text, lines.GRAPHS).values() for kv in kvs)
+    return sum(int(kv.get("failed", 0)) for kvs in lines.by_context(text, lines.GRAPHS).values() for kv in kvs)
 
 
 def pair_ns(kvs):

@@ -25,12 +25,12 @@ def test_key(t):
 
 
 def contexts(base, stats):
-    """{session: config} from the graphs lines, or an error message"""
+    """{context: config} from the graphs lines, or an error message"""
     configs = {}
-    for session, kvs in lines.by_session(stats, lines.GRAPHS).items():
+    for context, kvs in lines.by_context(stats, lines.GRAPHS).items():
         if "config" not in kvs[0]:
-            return None, f"{base}.stats: session {session}'s graphs line names no config"
-        configs[session] = kvs[0]["config"]
+            return None, f"{base}.stats: context {context}'s graphs line names no config"
+        configs[context] = kvs[0]["config"]
     return configs, None
 
 
@@ -52,10 +52,10 @@ def split(results, prefix, rnd):
             return None, f"{base}: tests {k} and {k + 1} share depth {keys[k][2]}: llama-bench reused the first's " \
                 "prefill for the second, another configuration's"
     out = defaultdict(lambda: ([], []))
-    renumbered = {}  # session -> its number among its configuration's contexts
-    for position, (session, test) in enumerate(zip(sorted(configs), tests)):
-        out[configs[session]][0].append(json.dumps({**test, POSITION: position}) + "\n")
-        renumbered[session] = len(out[configs[session]][0])
+    renumbered = {}  # context -> its number among its configuration's contexts
+    for position, (context, test) in enumerate(zip(sorted(configs), tests)):
+        out[configs[context]][0].append(json.dumps({**test, POSITION: position}) + "\n")
+        renumbered[context] = len(out[configs[context]][0])
     ran = {c: sorted(test_key(json.loads(t)) for t in ts) for c, (ts, _) in out.items()}
     if len({tuple(r) for r in ran.values()}) != 1:
         return None, f"{base}: the configurations ran different tests: " + \
@@ -64,10 +64,11 @@ def split(results, prefix, rnd):
         kv = lines.fields(line) or lines.fields(line, lines.GRAPHS)
         if not kv:
             continue
-        session = int(kv["session"])
-        if session not in renumbered:
-            return None, f"{base}.stats: session {session} has lines but no graphs line"
-        out[configs[session]][1].append(re.sub(r"\bsession=\d+", f"session={renumbered[session]}", line, count=1))
+        context = int(kv["context"])
+        if context not in renumbered:
+            return None, f"{base}.stats: context {context} has lines but no graphs line"
+        out[configs[context]][1].append(re.sub(r"\b(session|context)=\d+", f"context={renumbered[context]}", line,
+                                               count=1))
     return dict(out), None
 
 

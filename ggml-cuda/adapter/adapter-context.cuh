@@ -1,0 +1,35 @@
+#pragma once
+// The context: what the pools of one backend context share. Its memory is never handed to
+// another backend context, whose CUDA graphs could still use it.
+
+#include "adapter-settings.cuh"
+#include "ggml-cuda-pool-adapter.cuh"
+#include "ggml-cuda-pool.h"
+
+#include <cstdint>
+#include <string>
+
+// its number (stats lines name it), its configuration, the module context, and what the
+// context's CUDA graphs did
+struct ggml_cuda_cpool_context {
+    uint64_t             id = 0;
+    std::string          config; // the configuration's name: GGML_CUDA_POOL's, or its turn in GGML_CUDA_POOL_ROTATE
+    cpool_adapter::owner pools = cpool_adapter::owner::module;
+    ggml_cpool_ctx_t     ctx   = nullptr; // the module's pools; null where ggml's own serve
+    uint64_t             graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
+    bool                 capture_abandoned                          = false; // since ggml last asked
+
+    ~ggml_cuda_cpool_context(); // synchronizes the borrowed streams before the memory goes back
+};
+
+namespace cpool_adapter {
+
+// the context of a backend context, opened by whichever comes first: a pool, a graph or a compute
+ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx);
+
+// the module has exhausted its recovery, with the module's reason: inside a compute that may fail
+// (adapter-compute.cu) an out-of-memory fails the compute; anything else ends the process, as
+// ggml's own pools do
+[[noreturn]] void fail(int device, const char * what, ggml_cpool_status st);
+
+} // namespace cpool_adapter

@@ -1,0 +1,351 @@
+// The consumer's C ABI (ggml-cuda-pool.h): argument checks and the wall that no exception
+// crosses. The calls of ggml-cuda-pool-testing.h are in capi-testing.cpp.
+
+#include "capi.h"
+#include "../testing/sim.h"
+#include "../context/quarantine.h"
+#include "../trace/trace.h"
+
+namespace {
+
+using namespace gcp::capi;
+
+namespace trace = gcp::trace;
+using trace_op  = gcp::trace_format::op;
+
+gcp::pool * as_pool(ggml_cpool_t p) {
+    return reinterpret_cast<gcp::pool *>(p);
+}
+
+// runs a context's call; while a trace records, hands what it did to `record` (pool calls are
+// observed by trace::observe instead)
+template <typename F, typename R> ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
+    if (!trace::recording()) {
+        return run();
+    }
+    std::shared_ptr<gcp::driver> drv  = ctx->driver.ref.drv; // ctx_free destroys the context
+    const uint64_t               drv0 = drv->calls();
+    const uint64_t               t0   = trace::now_ns();
+    ggml_cpool_status            st   = run();
+    trace::call                  c{ o, st, t0, trace::now_ns() - t0, drv->calls() - drv0 };
+    record(c);
+    return st;
+}
+
+// the pool calls while tracing or timing is on: out of line, so that the calls made while both are
+// off stay as short as they were (one load and one branch more)
+__attribute__((noinline)) ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr,
+                                                           size_t * actual, size_t limit = 0) {
+    return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
+        return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual, limit); });
+    });
+}
+
+__attribute__((noinline)) ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
+    return trace::observe(p, trace_op::free, actual, trace::NO, &ptr, nullptr,
+                          [&] { return guarded("ggml_cpool_free", [&] { return p.free(ptr, actual); }); });
+}
+
+__attribute__((noinline)) ggml_cpool_status observed_trim(gcp::pool & p) {
+    return trace::observe(p, trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
+                          [&] { return guarded("ggml_cpool_trim", [&] { return p.trim(); }); });
+}
+
+} // namespace
+
+extern "C" {
+
+ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const ggml_cpool_sim_params * sim,
+                                           ggml_cpool_driver_t * out) {
+    if (out == nullptr) {
+        return null_arg(__func__, "out");
+    }
+    *out = nullptr;
+    return guarded(__func__, [&] {
+        gcp::driver_ref             ref;
+        const ggml_cpool_sim_params params = sim ? *sim : gcp::sim_primitives::defaults();
+        ggml_cpool_status           st     = gcp::make_driver(gcp::raw_enum(kind), params, &ref);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            *out = new ggml_cpool_driver{ std::move(ref) };
+        }
+        return st;
+    });
+}
+
+void ggml_cpool_driver_release(ggml_cpool_driver_t driver) {
+    delete driver;
+}
+
+int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
+    return driver ? driver->ref.drv->device_count() : 0;
+}
+
+ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
+    ggml_cpool_ctx_params p = {};
+    p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
+    p.sim                   = nullptr;
+    p.driver                = nullptr;
+    for (ggml_cpool_kind & k : p.kind) {
+        k = GGML_CPOOL_KIND_AUTO;
+    }
+    p.vmm_reserve     = gcp::DEFAULT_VMM_RESERVE;
+    p.vmm_peer_access = 0;
+    p.headroom_pct    = gcp::DEFAULT_HEADROOM_PCT;
+    return p;
+}
+
+ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, ggml_cpool_ctx_t * out) {
+    if (out == nullptr) {
+        return null_arg(__func__, "out");
+    }
+    *out                     = nullptr;
+    ggml_cpool_status env_st = guarded(__func__, [] { return trace::init_from_env(); });
+    if (env_st != GGML_CPOOL_STATUS_OK) {
+        return env_st;
+    }
+    const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
+    ggml_cpool_status st = guarded(__func__, [&] {
+        ggml_cpool_ctx_params p = params ? *params : ggml_cpool_ctx_default_params();
+        gcp::driver_ref       ref;
+        ggml_cpool_status     st = GGML_CPOOL_STATUS_OK;
+        if (p.driver != nullptr) {
+            ref = p.driver->ref;
+        } else {
+            const ggml_cpool_sim_params sim = p.sim ? *p.sim : gcp::sim_primitives::defaults();
+            st                              = gcp::make_driver(gcp::raw_enum(p.driver_kind), sim, &ref);
+        }
+        std::unique_ptr<gcp::context> b;
+        if (st == GGML_CPOOL_STATUS_OK) {
+            st = gcp::apply_env_faults(&ref);
+        }
+        if (st == GGML_CPOOL_STATUS_OK) {
+            st = gcp::context::create(p, ref.drv, &b);
+        }
+        if (st == GGML_CPOOL_STATUS_OK) {
+            *out = new ggml_cpool_ctx{ { std::move(ref) }, std::move(b) };
+        }
+        return st;
+    });
+    if (trace::recording()) {
+        trace::record(*out, { trace_op::ctx_create, st, t0, trace::now_ns() - t0, 0 });
+    }
+    return st;
+}
+
+void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
+    if (ctx == nullptr) {
+        return;
+    }
+    auto run = [&] {
+        return guarded(__func__, [&] {
+            delete ctx;
+            return GGML_CPOOL_STATUS_OK;
+        });
+    };
+    const uint64_t id = trace::recording() ? trace::context_id(ctx) : 0; // its name in the trace, once it is gone
+    ctx_call(ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
+}
+
+ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out) {
+    if (ctx == nullptr || out == nullptr) {
+        return null_arg(__func__, ctx ? "out" : "ctx");
+    }
+    *out     = nullptr;
+    auto run = [&] {
+        return guarded(__func__, [&] {
+            gcp::pool *       p  = nullptr;
+            ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
+            *out                 = reinterpret_cast<ggml_cpool_t>(p);
+            return st;
+        });
+    };
+    return ctx_call(ctx, trace_op::get_pool, run,
+                    [&](trace::call & c) { trace::record_get_pool(ctx, device, slot, as_pool(*out), c); });
+}
+
+ggml_cpool_status ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out) {
+    return ggml_cpool_ctx_get_slot_pool(ctx, device, 0, out);
+}
+
+ggml_cpool_status ggml_cpool_ctx_set_stream(ggml_cpool_ctx_t ctx, int device, int slot, void * stream) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    return guarded(__func__, [&] { return ctx->impl->set_stream(device, slot, stream); });
+}
+
+ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void ** stream) {
+    if (ctx == nullptr || stream == nullptr) {
+        return null_arg(__func__, ctx ? "stream" : "ctx");
+    }
+    *stream = nullptr;
+    return guarded(__func__, [&] { return ctx->impl->stream(device, 0, stream); });
+}
+
+ggml_cpool_status ggml_cpool_driver_stream_create(ggml_cpool_driver_t driver, int device, void ** stream) {
+    if (stream == nullptr) {
+        return null_arg(__func__, "stream");
+    }
+    *stream = nullptr;
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.stream_create(device, stream); });
+}
+
+ggml_cpool_status ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, int device, void * stream) {
+    return driver_call(__func__, driver, device, [&](gcp::driver & d) { return d.stream_destroy(device, stream); });
+}
+
+void ggml_cpool_quarantine_stats(size_t * bytes, size_t * pools) {
+    size_t b = 0, n = 0;
+    gcp::quarantine::instance().totals(&b, &n);
+    if (bytes) {
+        *bytes = b;
+    }
+    if (pools) {
+        *pools = n;
+    }
+}
+
+ggml_cpool_status ggml_cpool_quarantine_release(void) {
+    return guarded(__func__, [] { return gcp::quarantine::instance().release(); });
+}
+
+uint64_t ggml_cpool_ctx_generation(ggml_cpool_ctx_t ctx) {
+    return ctx ? ctx->impl->generation() : 0;
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_begin(ggml_cpool_ctx_t ctx, uint64_t * graph) {
+    if (ctx == nullptr || graph == nullptr) {
+        return null_arg(__func__, ctx ? "graph" : "ctx");
+    }
+    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); }); };
+    return ctx_call(ctx, trace_op::pin_begin, run, [&](trace::call & c) {
+        c.actual = c.st == GGML_CPOOL_STATUS_OK ? *graph : trace::NO;
+        trace::record(ctx, c);
+    });
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    return ctx_call(
+        ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); }, [&](trace::call & c) { trace::record(ctx, c); });
+}
+
+ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {
+    if (ctx == nullptr) {
+        return null_arg(__func__, "ctx");
+    }
+    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_release(graph); }); };
+    return ctx_call(ctx, trace_op::pin_release, run, [&](trace::call & c) {
+        c.size = graph;
+        trace::record(ctx, c);
+    });
+}
+
+ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {
+    return ctx ? &ctx->driver : nullptr;
+}
+
+ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    if (trace::observing()) {
+        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
+}
+
+ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_t limit, void ** ptr,
+                                           size_t * actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
+    if (trace::observing()) { // recorded as a growing request (the trace keeps no limit)
+        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size, limit);
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
+}
+
+ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    if (trace::observing()) {
+        return observed_free(*as_pool(pool), ptr, actual_size);
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->free(ptr, actual_size); });
+}
+
+ggml_cpool_status ggml_cpool_get_stats(ggml_cpool_t pool, ggml_cpool_stats * out) {
+    if (pool == nullptr || out == nullptr) {
+        return null_arg(__func__, pool ? "out" : "pool");
+    }
+    *out = as_pool(pool)->stats();
+    return GGML_CPOOL_STATUS_OK;
+}
+
+ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    if (trace::observing()) {
+        return observed_trim(*as_pool(pool));
+    }
+    return guarded(__func__, [&] { return as_pool(pool)->trim(); });
+}
+
+uint64_t ggml_cpool_generation(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->stats().generation : 0;
+}
+
+ggml_cpool_kind ggml_cpool_get_kind(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->kind() : GGML_CPOOL_KIND_AUTO;
+}
+
+int ggml_cpool_get_device(ggml_cpool_t pool) {
+    return pool ? as_pool(pool)->device() : -1;
+}
+
+ggml_cpool_status ggml_cpool_trace_start(const char * path) {
+    return guarded(__func__, [&] { return trace::start(path); });
+}
+
+ggml_cpool_status ggml_cpool_trace_stop(void) {
+    return guarded(__func__, [] { return trace::stop(); });
+}
+
+void ggml_cpool_timing_set(int on) {
+    trace::set_timing(on != 0);
+}
+
+void ggml_cpool_log_set(ggml_cpool_log_callback callback, void * user_data) {
+    gcp::log_set(callback, user_data);
+}
+
+ggml_cpool_log_level ggml_cpool_log_threshold(void) {
+    return gcp::log_threshold();
+}
+
+const char * ggml_cpool_last_error(void) {
+    return gcp::last_error();
+}
+
+const char * ggml_cpool_status_str(ggml_cpool_status status) {
+    return gcp::status_name(status);
+}
+
+const char * ggml_cpool_kind_str(ggml_cpool_kind kind) {
+    return gcp::kind_name(kind);
+}
+
+ggml_cpool_status ggml_cpool_kind_from_str(const char * name, ggml_cpool_kind * kind) {
+    if (name == nullptr || kind == nullptr) {
+        return null_arg(__func__, name ? "kind" : "name");
+    }
+    return gcp::kind_from_name(name, kind) ? GGML_CPOOL_STATUS_OK : GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+}
+
+} // extern "C"

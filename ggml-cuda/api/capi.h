@@ -1,0 +1,62 @@
+#pragma once
+// What the C ABI's two files share (capi.cpp, the consumer's calls; capi-testing.cpp, the calls
+// of ggml-cuda-pool-testing.h): the structures behind the opaque handles, and the wall that no
+// exception crosses.
+
+#include "../context/context.h"
+#include "../drivers/factory.h"
+#include "../support/log.h"
+
+#include <memory>
+#include <new>
+
+struct ggml_cpool_driver {
+    gcp::driver_ref ref;
+};
+
+struct ggml_cpool_ctx {
+    ggml_cpool_driver             driver; // the handle ggml_cpool_ctx_driver lends out
+    std::unique_ptr<gcp::context> impl;
+};
+
+namespace gcp::capi {
+
+// runs f, turning any exception (allocation failure of a bookkeeping structure) into a status
+template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
+    try {
+        return f();
+    } catch (const std::bad_alloc &) {
+        GCP_LOG_ERROR("%s: host out of memory", what);
+        return GGML_CPOOL_STATUS_OUT_OF_MEMORY;
+    } catch (...) {
+        GCP_LOG_ERROR("%s: unexpected internal error", what);
+        return GGML_CPOOL_STATUS_DRIVER_ERROR;
+    }
+}
+
+inline ggml_cpool_status null_arg(const char * fn, const char * arg) {
+    GCP_LOG_ERROR("%s: %s is NULL", fn, arg);
+    return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+}
+
+// a driver call by device: a NULL driver or an out-of-range device is refused, and a failure is
+// cleared (it is the return value's to report)
+template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_driver_t driver, int device, F && f) {
+    if (driver == nullptr) {
+        return null_arg(fn, "driver");
+    }
+    gcp::driver & drv = *driver->ref.drv;
+    if (device < 0 || device >= drv.device_count()) {
+        GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, drv.device_count());
+        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+    }
+    return guarded(fn, [&] {
+        ggml_cpool_status st = f(drv);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            drv.clear_error();
+        }
+        return st;
+    });
+}
+
+} // namespace gcp::capi

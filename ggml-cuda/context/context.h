@@ -1,0 +1,56 @@
+#pragma once
+// A context (ggml_cpool_ctx in the C API; one per ggml backend context). Picks each device's pool kind and owns one pool per (device,
+// consumer stream slot), created on first use on that slot's stream (stream-slots.h). Memory one
+// context frees is never handed to another; destroying the context gives back, or quarantines,
+// every pool.
+
+#include "../drivers/driver.h"
+#include "graph-pins.h"
+#include "../pools/pool.h"
+#include "stream-slots.h"
+
+#include <memory>
+
+namespace gcp {
+
+constexpr size_t   DEFAULT_VMM_RESERVE = 32 * GiB; // ggml's: virtual only, so generous is free
+// a pool holds at most a quarter more than it has needed at once: enough for best fit to serve
+// an LLM's layer after layer from what it holds, too little to strand outgrown buffers
+constexpr uint32_t DEFAULT_HEADROOM_PCT = 25;
+
+class context {
+  public:
+    // reads the environment once; a malformed variable fails creation
+    static status create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
+                         std::unique_ptr<context> * out);
+    // every pool's stream is synchronized before its memory goes back, whatever device is
+    // current; what a live graph still pins, or what sits behind a stream whose synchronize
+    // failed, goes to the quarantine instead
+    ~context();
+
+    status get_pool(int device, int slot, pool ** out);
+    status stream(int device, int slot, stream_t * out) { return slots_.stream(device, slot, out); }
+    status set_stream(int device, int slot, stream_t stream) { return slots_.set_stream(device, slot, stream); }
+
+    // moves whenever any of the context's pools returns memory to the driver
+    uint64_t generation() const;
+    // pin mode (CUDA graphs): buffers handed out between begin and end stay with the graph
+    status   pin_begin(uint64_t * graph);
+    status   pin_end();
+    status   pin_release(uint64_t graph);
+
+  private:
+    context(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
+    status resolve_kind(int device, ggml_cpool_kind * kind);
+    void   retire(std::unique_ptr<pool> p); // at destruction: free, or quarantine
+
+    ggml_cpool_ctx_params   params_;
+    std::shared_ptr<driver> drv_;
+    stream_slots            slots_; // after drv_, which it uses
+    graph_pins              pins_;
+    ggml_cpool_kind         env_kind_     = GGML_CPOOL_KIND_AUTO;
+    bool                    no_vmm_       = false;
+    bool                    guard_logged_ = false;
+};
+
+} // namespace gcp

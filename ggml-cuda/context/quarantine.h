@@ -1,0 +1,38 @@
+#pragma once
+// Memory a destroyed context could not give back safely, kept whole with its pool and driver: a
+// captured graph may still replay into pinned buffers, and kernels may still run on memory behind
+// a stream whose synchronize failed (the per-session arena rule: never free what may be in use).
+// release() synchronizes each pool's device and frees it once the consumer says its graphs are gone.
+// Process-wide and never destroyed: at exit the memory is the process's to lose, and no driver
+// call may run while the runtime shuts down.
+
+#include "../drivers/driver.h"
+#include "../pools/pool.h"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace gcp {
+
+class quarantine {
+  public:
+    static quarantine & instance();
+
+    // keeps p (and the driver it uses) and says why, once
+    void   admit(std::unique_ptr<pool> p, std::shared_ptr<driver> drv, const char * why);
+    void   totals(size_t * bytes, size_t * pools) const;
+    // frees every pool whose device synchronizes; the first failure's status, else OK
+    status release();
+
+  private:
+    struct entry {
+        std::shared_ptr<driver> drv; // declared first: destroyed after the pool that uses it
+        std::unique_ptr<pool>   held;
+    };
+
+    mutable std::mutex mutex_;
+    std::vector<entry> entries_;
+};
+
+} // namespace gcp

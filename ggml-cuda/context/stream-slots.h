@@ -1,0 +1,66 @@
+#pragma once
+// A context's consumer-stream slots: per (device, slot) the stream the consumer launches that
+// slot's kernels on, borrowed and never destroyed, or else one of the context's own, created when
+// first needed and destroyed with the context; and the slot's pool, which lives on that stream.
+
+#include "../drivers/driver.h"
+#include "../pools/pool.h"
+
+#include <array>
+#include <memory>
+
+namespace gcp {
+
+class stream_slots {
+  public:
+    // the streams params lends are borrowed; drv outlives the slots
+    stream_slots(driver & drv, const ggml_cpool_ctx_params & params);
+
+    // false, with a log line, for a device or slot out of range
+    bool                    valid(int device, int slot) const;
+    // the stream of (device, slot): the borrowed one, or the context's own, created now if needed
+    status                  stream(int device, int slot, stream_t * out);
+    // borrows stream for (device, slot), moving its pool there; nullptr gives the slot one of
+    // the context's own again
+    status                  set_stream(int device, int slot, stream_t stream);
+    // the pool of a valid (device, slot), null until one is made
+    std::unique_ptr<pool> & pool_of(int device, int slot) { return slots_[size_t(device)][size_t(slot)].instance; }
+
+    template <typename F> void each_pool(F && f) const {
+        for (auto & device : slots_) {
+            for (auto & s : device) {
+                if (s.instance) {
+                    f(*s.instance);
+                }
+            }
+        }
+    }
+    // hands every pool to retire, then destroys the context's own streams
+    template <typename F> void release(F && retire) {
+        for (int d = 0; d < GGML_CPOOL_MAX_DEVICES; d++) {
+            for (slot & s : slots_[size_t(d)]) {
+                if (s.instance) {
+                    retire(std::move(s.instance));
+                }
+                if (s.stream != nullptr && !s.borrowed) {
+                    destroy_own(d, s.stream);
+                }
+            }
+        }
+    }
+
+  private:
+    struct slot {
+        stream_t              stream   = nullptr;
+        bool                  borrowed = false;
+        std::unique_ptr<pool> instance;
+    };
+
+    status create_own(int device, int slot, stream_t * out);
+    void   destroy_own(int device, stream_t stream);
+
+    driver &                                                                     drv_;
+    std::array<std::array<slot, GGML_CPOOL_MAX_STREAMS>, GGML_CPOOL_MAX_DEVICES> slots_;
+};
+
+} // namespace gcp

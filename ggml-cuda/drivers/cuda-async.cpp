@@ -1,0 +1,120 @@
+// The cuda driver is a driver over cuda_primitives: their stream-ordered pool here
+// (cuda_mempool). cudaMallocAsync / cudaFreeAsync from each device's default memory pool, and
+// that pool's attributes. HIP builds compile it out.
+
+#include "cuda-impl.h"
+
+#if GCP_HAS_ASYNC
+
+namespace gcp::cuda {
+
+namespace {
+
+// the reuse policies and the pool attribute behind each
+constexpr struct {
+    uint64_t        bit;
+    cudaMemPoolAttr attr;
+} REUSE[] = {
+    { REUSE_OPPORTUNISTIC, cudaMemPoolReuseAllowOpportunistic },
+    { REUSE_INTERNAL_DEPENDENCIES, cudaMemPoolReuseAllowInternalDependencies },
+};
+
+// the attribute behind a 64-bit value
+cudaMemPoolAttr value_attr(mempool_attr attr) {
+    switch (attr) {
+        // clang-format off
+        case mempool_attr::release_threshold: return cudaMemPoolAttrReleaseThreshold;
+        case mempool_attr::reserved:          return cudaMemPoolAttrReservedMemCurrent;
+        case mempool_attr::used:              return cudaMemPoolAttrUsedMemCurrent;
+        case mempool_attr::reuse_policies:    break; // one attribute per policy
+            // clang-format on
+    }
+    return cudaMemPoolAttrReleaseThreshold;
+}
+
+class cuda_mempool final : public mempool_primitives {
+  public:
+    explicit cuda_mempool(ledger & held) : held_(held) {}
+
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream));
+            return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMallocAsync", device);
+        });
+        if (st == OK) {
+            held_.track(ledger::ASYNC_ALLOCATIONS, reinterpret_cast<uintptr_t>(*ptr), device, size);
+        }
+        return st;
+    }
+
+    status free_async(int device, void * ptr, stream_t stream) override {
+        status st = on_device(device, [&] {
+            return checked(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)), "cudaFreeAsync", device);
+        });
+        if (st == OK) {
+            held_.untrack(ledger::ASYNC_ALLOCATIONS, reinterpret_cast<uintptr_t>(ptr));
+        }
+        return st;
+    }
+
+    status get_attr(int device, mempool_attr attr, uint64_t * value) override {
+        return with_pool(device, "cudaMemPoolGetAttribute", [&](cudaMemPool_t pool) {
+            if (attr != mempool_attr::reuse_policies) {
+                return cudaMemPoolGetAttribute(pool, value_attr(attr), value);
+            }
+            cudaError_t e = cudaSuccess;
+            *value        = 0;
+            for (auto & r : REUSE) {
+                int on = 0;
+                e      = e == cudaSuccess ? cudaMemPoolGetAttribute(pool, r.attr, &on) : e;
+                *value |= on ? r.bit : 0;
+            }
+            return e;
+        });
+    }
+
+    status set_attr(int device, mempool_attr attr, uint64_t value) override {
+        if (attr != mempool_attr::release_threshold && attr != mempool_attr::reuse_policies) {
+            return INVALID_ARGUMENT; // the others are read only
+        }
+        return with_pool(device, "cudaMemPoolSetAttribute", [&](cudaMemPool_t pool) {
+            if (attr == mempool_attr::release_threshold) {
+                return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &value);
+            }
+            cudaError_t e = cudaSuccess;
+            for (auto & r : REUSE) {
+                int on = (value & r.bit) ? 1 : 0;
+                e      = e == cudaSuccess ? cudaMemPoolSetAttribute(pool, r.attr, &on) : e;
+            }
+            return e;
+        });
+    }
+
+    status trim(int device, size_t keep) override {
+        return with_pool(device, "cudaMemPoolTrimTo",
+                         [&](cudaMemPool_t pool) { return cudaMemPoolTrimTo(pool, keep); });
+    }
+
+  private:
+    // runs f on the device's default stream-ordered pool
+    template <typename F> static status with_pool(int device, const char * what, F && f) {
+        cudaMemPool_t pool = nullptr;
+        cudaError_t   e    = cudaDeviceGetDefaultMemPool(&pool, device);
+        if (e == cudaSuccess) {
+            e = f(pool);
+        }
+        return checked(e, what, device);
+    }
+
+    ledger & held_;
+};
+
+} // namespace
+
+std::unique_ptr<mempool_primitives> make_mempool(ledger & held) {
+    return std::make_unique<cuda_mempool>(held);
+}
+
+} // namespace gcp::cuda
+
+#endif // GCP_HAS_ASYNC

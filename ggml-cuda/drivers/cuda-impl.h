@@ -1,0 +1,120 @@
+#pragma once
+// The cuda driver is a driver over cuda_primitives: what their files share (drivers/cuda.cpp,
+// drivers/cuda-vmm.cpp, drivers/cuda-async.cpp): the runtime (CUDA, or HIP through vendors/hip.h)
+// and the capabilities this build has, a runtime call's status, the device a call runs on, and
+// the ledger of what the primitives handed out.
+
+#include "primitives.h"
+#include "../support/log.h"
+
+#if defined(GGML_USE_HIP)
+#    include "../vendors/hip.h"
+#    define GCP_PLATFORM  GGML_CPOOL_PLATFORM_HIP
+#    define GCP_HAS_ASYNC 0 // no stream-ordered pool in the compatibility header
+#    ifdef GGML_HIP_VMM
+#        define GCP_HAS_VMM 1
+#    else
+#        define GCP_HAS_VMM 0
+#    endif
+#else
+#    include <cuda.h>
+#    include <cuda_runtime_api.h>
+#    define GCP_PLATFORM  GGML_CPOOL_PLATFORM_CUDA
+#    define GCP_HAS_ASYNC 1
+#    define GCP_HAS_VMM   1
+#endif
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace gcp::cuda {
+
+// OK, OUT_OF_MEMORY or DRIVER_ERROR; a failure's sticky error is cleared, so that it does not
+// surface at the next unrelated launch check
+status        from_cuda(cudaError_t e);
+// st, said in a line where it is a driver error (an out-of-memory is the pool's to say)
+status        report(status st, const char * what, int device, int code);
+// a runtime call's status, said where it is a driver error
+inline status checked(cudaError_t e, const char * what, int device) {
+    return report(from_cuda(e), what, device, int(e));
+}
+
+// runs f with `device` current and puts the caller's device back, so that no pool call moves
+// the host program's current device
+template <typename F> status on_device(int device, F && f) {
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+        (void) cudaGetLastError();
+        prev = -1;
+    }
+    if (prev != device) {
+        cudaError_t e = cudaSetDevice(device);
+        if (e != cudaSuccess) {
+            return checked(e, "cudaSetDevice", device);
+        }
+    }
+    status st = f();
+    if (prev != device && prev >= 0) {
+        cudaError_t e = cudaSetDevice(prev);
+        if (e != cudaSuccess) {
+            (void) cudaGetLastError();
+            GCP_LOG_ERROR("%s: putting the caller's device %d back failed with driver error %d",
+                          pool_label(GCP_PLATFORM, device).c_str(), prev, int(e));
+        }
+    }
+    return st;
+}
+
+// what the primitives handed out, for outstanding() and used(); without room to record a piece
+// the memory is still handed out, only the leak check loses sight of it
+class ledger {
+  public:
+    enum kind { ALLOCATIONS, HANDLES, RANGES, ASYNC_ALLOCATIONS, KINDS };
+
+    void   track(kind k, uintptr_t key, int device, size_t size) noexcept;
+    void   untrack(kind k, uintptr_t key);
+    size_t pieces() const;
+    size_t bytes(int device) const;
+
+  private:
+    struct piece {
+        int    device;
+        size_t size;
+    };
+    mutable std::mutex                   mutex_;
+    std::unordered_map<uintptr_t, piece> held_[KINDS];
+};
+
+#if !defined(GGML_USE_HIP)
+// ABI version asked of every driver entry point: the calls reached this way have not changed since
+constexpr unsigned DRIVER_ABI = 12000;
+
+// a driver call reached through the runtime's entry-point query (nothing links libcuda); false,
+// and *fn untouched, where the driver lacks it
+template <typename F> bool driver_entry(const char * symbol, F * fn) {
+    cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+    void *                          p      = nullptr;
+    if (cudaGetDriverEntryPointByVersion(symbol, &p, DRIVER_ABI, cudaEnableDefault, &result) != cudaSuccess ||
+        result != cudaDriverEntryPointSuccess) {
+        (void) cudaGetLastError();
+        return false;
+    }
+    *fn = reinterpret_cast<F>(p);
+    return true;
+}
+#endif
+
+#if GCP_HAS_VMM
+// the VMM calls, reached through the runtime's entry-point query on CUDA (nothing links
+// libcuda), linked directly on HIP; nullptr where the runtime does not offer them.
+// granularity(device) is 0 for a device without virtual memory management
+std::unique_ptr<vmm_primitives> make_vmm(int count, ledger & held);
+#endif
+
+#if GCP_HAS_ASYNC
+// the devices' default stream-ordered pools
+std::unique_ptr<mempool_primitives> make_mempool(ledger & held);
+#endif
+
+} // namespace gcp::cuda

@@ -1,0 +1,167 @@
+// The cuda driver is a driver over cuda_primitives: their virtual memory here (cuda_vmm).
+// cuMem* calls reached through the runtime's entry-point query on CUDA (so nothing links
+// libcuda), linked directly on HIP.
+
+#include "cuda-impl.h"
+
+#if GCP_HAS_VMM
+
+#    include <vector>
+
+namespace gcp::cuda {
+
+namespace {
+
+struct driver_api {
+    decltype(&::cuDeviceGet)                   device_get           = nullptr;
+    decltype(&::cuDeviceGetAttribute)          device_get_attribute = nullptr;
+    decltype(&::cuMemGetAllocationGranularity) mem_get_granularity  = nullptr;
+    decltype(&::cuMemAddressReserve)           mem_address_reserve  = nullptr;
+    decltype(&::cuMemAddressFree)              mem_address_free     = nullptr;
+    decltype(&::cuMemCreate)                   mem_create           = nullptr;
+    decltype(&::cuMemRelease)                  mem_release          = nullptr;
+    decltype(&::cuMemMap)                      mem_map              = nullptr;
+    decltype(&::cuMemUnmap)                    mem_unmap            = nullptr;
+    decltype(&::cuMemSetAccess)                mem_set_access       = nullptr;
+
+#    if defined(GGML_USE_HIP)
+    template <typename F> bool get(const char *, F direct, F * fn) {
+        *fn = direct;
+        return true;
+    }
+    // clang-format 14 takes the stringizing # below for a directive and indents it
+    // clang-format off
+#        define GCP_ENTRY(name) #name, &::name
+#    else
+    template <typename F> bool get(const char * symbol, F * fn) { return driver_entry(symbol, fn); }
+#        define GCP_ENTRY(name) #name
+    // clang-format on
+#    endif
+
+    bool load() {
+        return get(GCP_ENTRY(cuDeviceGet), &device_get) &&
+               get(GCP_ENTRY(cuDeviceGetAttribute), &device_get_attribute) &&
+               get(GCP_ENTRY(cuMemGetAllocationGranularity), &mem_get_granularity) &&
+               get(GCP_ENTRY(cuMemAddressReserve), &mem_address_reserve) &&
+               get(GCP_ENTRY(cuMemAddressFree), &mem_address_free) && get(GCP_ENTRY(cuMemCreate), &mem_create) &&
+               get(GCP_ENTRY(cuMemRelease), &mem_release) && get(GCP_ENTRY(cuMemMap), &mem_map) &&
+               get(GCP_ENTRY(cuMemUnmap), &mem_unmap) && get(GCP_ENTRY(cuMemSetAccess), &mem_set_access);
+    }
+};
+
+status from_cu(CUresult r) {
+    return r == CUDA_SUCCESS ? OK : r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : DRIVER_ERROR;
+}
+
+// a driver call's status, said where it is a driver error
+status checked_cu(CUresult r, const char * what, int device) {
+    return report(from_cu(r), what, device, int(r));
+}
+
+CUmemAllocationProp props(int device) {
+    CUmemAllocationProp prop = {};
+    prop.type                = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type       = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id         = device;
+    return prop;
+}
+
+class cuda_vmm final : public vmm_primitives {
+  public:
+    cuda_vmm(int count, const driver_api & api, ledger & held) : api_(api), held_(held) {
+        granularity_.assign(size_t(count), 0);
+        for (int d = 0; d < count; d++) {
+            CUdevice dev       = 0;
+            int      supported = 0;
+            if (api_.device_get(&dev, d) != CUDA_SUCCESS ||
+                api_.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+                    CUDA_SUCCESS ||
+                !supported) {
+                continue;
+            }
+            CUmemAllocationProp prop = props(d);
+            size_t              g    = 0;
+            if (api_.mem_get_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS) {
+                granularity_[size_t(d)] = g;
+            }
+        }
+    }
+
+    size_t granularity(int device) const override {
+        return device >= 0 && size_t(device) < granularity_.size() ? granularity_[size_t(device)] : 0;
+    }
+
+    status reserve(int device, size_t size, uintptr_t * addr) override {
+        CUdeviceptr p  = 0;
+        status      st = checked_cu(api_.mem_address_reserve(&p, size, 0, 0, 0), "cuMemAddressReserve", device);
+        if (st == OK) {
+            *addr = uintptr_t(p);
+            held_.track(ledger::RANGES, *addr, device, 0);
+        }
+        return st;
+    }
+
+    status unreserve(int device, uintptr_t addr, size_t size) override {
+        status st = checked_cu(api_.mem_address_free(CUdeviceptr(addr), size), "cuMemAddressFree", device);
+        if (st == OK) {
+            held_.untrack(ledger::RANGES, addr);
+        }
+        return st;
+    }
+
+    status create(int device, size_t size, vmm_handle * handle) override {
+        CUmemAllocationProp          prop = props(device);
+        CUmemGenericAllocationHandle h    = 0;
+        CUresult                     r    = api_.mem_create(&h, size, &prop, 0);
+        status st = r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : checked_cu(r, "cuMemCreate", device);
+        if (st == OK) {
+            *handle = vmm_handle(h);
+            held_.track(ledger::HANDLES, uintptr_t(h), device, size);
+        }
+        return st;
+    }
+
+    status release(int device, vmm_handle handle) override {
+        status st = checked_cu(api_.mem_release(CUmemGenericAllocationHandle(handle)), "cuMemRelease", device);
+        if (st == OK) {
+            held_.untrack(ledger::HANDLES, uintptr_t(handle));
+        }
+        return st;
+    }
+
+    status map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
+        CUresult r = api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0);
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : checked_cu(r, "cuMemMap", device);
+    }
+
+    status unmap(int device, uintptr_t addr, size_t size) override {
+        return checked_cu(api_.mem_unmap(CUdeviceptr(addr), size), "cuMemUnmap", device);
+    }
+
+    status access(int device, uintptr_t addr, size_t size, int accessor) override {
+        CUmemAccessDesc desc = {};
+        desc.location.type   = CU_MEM_LOCATION_TYPE_DEVICE;
+        desc.location.id     = accessor;
+        desc.flags           = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        return checked_cu(api_.mem_set_access(CUdeviceptr(addr), size, &desc, 1), "cuMemSetAccess", device);
+    }
+
+  private:
+    driver_api          api_;
+    ledger &            held_;
+    std::vector<size_t> granularity_; // 0: no VMM on that device
+};
+
+} // namespace
+
+std::unique_ptr<vmm_primitives> make_vmm(int count, ledger & held) {
+    driver_api api;
+    if (!api.load()) {
+        return nullptr;
+    }
+    return std::make_unique<cuda_vmm>(count, api, held);
+}
+
+} // namespace gcp::cuda
+
+#endif // GCP_HAS_VMM

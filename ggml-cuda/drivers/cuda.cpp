@@ -1,0 +1,236 @@
+// The cuda driver is a driver over cuda_primitives, defined here: device memory, streams and
+// capabilities; their virtual memory in drivers/cuda-vmm.cpp, their stream-ordered pool in
+// drivers/cuda-async.cpp.
+
+#include "cuda.h"
+
+#include "cuda-impl.h"
+#include "../support/log.h"
+
+#include <vector>
+
+namespace gcp {
+
+namespace cuda {
+
+status from_cuda(cudaError_t e) {
+    if (e == cudaSuccess) {
+        return OK;
+    }
+    (void) cudaGetLastError();
+    return e == cudaErrorMemoryAllocation ? OUT_OF_MEMORY : DRIVER_ERROR;
+}
+
+status report(status st, const char * what, int device, int code) {
+    if (st == DRIVER_ERROR) {
+        GCP_LOG_ERROR("%s: %s failed with driver error %d", pool_label(GCP_PLATFORM, device).c_str(), what, code);
+    }
+    return st;
+}
+
+void ledger::track(kind k, uintptr_t key, int device, size_t size) noexcept {
+    log_hold                    hold; // the line goes out once the lock is released
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+        held_[k][key] = { device, size };
+    } catch (...) {
+        GCP_LOG_ERROR("%s: no host memory to record an allocation for the leak check",
+                      pool_label(GCP_PLATFORM, device).c_str());
+    }
+}
+
+void ledger::untrack(kind k, uintptr_t key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_[k].erase(key);
+}
+
+size_t ledger::pieces() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t                      n = 0;
+    for (auto & map : held_) {
+        n += map.size();
+    }
+    return n;
+}
+
+size_t ledger::bytes(int device) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t                      n = 0;
+    for (auto & map : held_) {
+        for (auto & p : map) {
+            n += p.second.device == device ? p.second.size : 0; // a range counts 0: no memory behind it
+        }
+    }
+    return n;
+}
+
+} // namespace cuda
+
+namespace {
+
+using namespace cuda;
+
+// the first pause before a refused allocation is tried again (pool.h doubles it at each retry)
+constexpr uint32_t TRANSIENT_PAUSE_US = 1000;
+
+class cuda_primitives final : public device_primitives {
+  public:
+    explicit cuda_primitives(int count) : count_(count) {
+#if !defined(GGML_USE_HIP)
+        driver_entry("cuStreamIsCapturing", &is_capturing_); // the runtime's call where the driver lacks it
+#endif
+#if GCP_HAS_VMM
+        vmm_ = make_vmm(count, held_);
+#endif
+        if (vmm_ == nullptr) {
+            GCP_LOG_INFO("cuda driver: virtual memory entry points unavailable; VMM pools disabled");
+        }
+#if GCP_HAS_ASYNC
+        mempool_ = make_mempool(held_);
+        for (int d = 0; d < count; d++) {
+            int pools = 0;
+            has_mempool_.push_back(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d) == cudaSuccess &&
+                                   pools != 0);
+        }
+        (void) cudaGetLastError();
+#endif
+    }
+
+    ggml_cpool_platform platform() const override {
+        return GCP_PLATFORM;
+    }
+    int device_count() const override {
+        return count_;
+    }
+
+    status malloc(int device, size_t size, void ** ptr) override {
+        status st = on_device(device, [&] {
+            cudaError_t e = cudaMalloc(ptr, size);
+            return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMalloc", device);
+        });
+        if (st == OK) {
+            held_.track(ledger::ALLOCATIONS, reinterpret_cast<uintptr_t>(*ptr), device, size);
+        }
+        return st;
+    }
+
+    status free(int device, void * ptr) override {
+        status st = on_device(device, [&] { return checked(cudaFree(ptr), "cudaFree", device); });
+        if (st == OK) {
+            held_.untrack(ledger::ALLOCATIONS, reinterpret_cast<uintptr_t>(ptr));
+        }
+        return st;
+    }
+
+    status synchronize(int device) override {
+        return on_device(device, [&] { return checked(cudaDeviceSynchronize(), "cudaDeviceSynchronize", device); });
+    }
+
+    status stream_create(int device, stream_t * stream) override {
+        return on_device(device, [&] {
+            cudaStream_t s = nullptr;
+            cudaError_t  e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+            *stream        = s;
+            return checked(e, "cudaStreamCreate", device);
+        });
+    }
+
+    status stream_destroy(int device, stream_t stream) override {
+        return on_device(device, [&] {
+            return checked(cudaStreamDestroy(static_cast<cudaStream_t>(stream)), "cudaStreamDestroy", device);
+        });
+    }
+
+    status stream_synchronize(int device, stream_t stream) override {
+        return on_device(device, [&] {
+            return checked(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize", device);
+        });
+    }
+
+    // the async pool asks at every allocation: the driver's call costs about a third of the runtime's
+    status stream_capturing(int device, stream_t stream, bool * capturing) override {
+#if !defined(GGML_USE_HIP)
+        if (is_capturing_ != nullptr) {
+            CUstreamCaptureStatus s = CU_STREAM_CAPTURE_STATUS_NONE;
+            CUresult              r = is_capturing_(static_cast<CUstream>(stream), &s);
+            *capturing              = s != CU_STREAM_CAPTURE_STATUS_NONE; // an invalidated capture still forbids
+            return r == CUDA_SUCCESS ? OK : report(DRIVER_ERROR, "cuStreamIsCapturing", device, int(r));
+        }
+#endif
+        cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+        cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
+        *capturing                = s != cudaStreamCaptureStatusNone;
+        return checked(e, "cudaStreamIsCapturing", device);
+    }
+
+    bool can_access_peer(int device, int peer) const override {
+        int can = 0;
+        if (!valid(device) || !valid(peer) || device == peer ||
+            cudaDeviceCanAccessPeer(&can, peer, device) != cudaSuccess) {
+            (void) cudaGetLastError();
+            return false;
+        }
+        return can != 0;
+    }
+
+    vmm_primitives * vmm(int device) override {
+        return vmm_ != nullptr && vmm_->granularity(device) != 0 ? vmm_.get() : nullptr;
+    }
+    mempool_primitives * mempool(int device) override {
+        return mempool_ != nullptr && valid(device) && has_mempool_[size_t(device)] ? mempool_.get() : nullptr;
+    }
+
+    size_t outstanding() const override {
+        return held_.pieces();
+    }
+    size_t used(int device) const override {
+        return held_.bytes(device);
+    }
+
+    bool error_latched() const override {
+        return cudaPeekAtLastError() != cudaSuccess;
+    }
+    void clear_error() override {
+        (void) cudaGetLastError();
+    }
+    // long enough for queued frees on other streams to land, short enough that a refusal that
+    // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
+    uint32_t transient_pause_us() const override {
+        return TRANSIENT_PAUSE_US;
+    }
+    // every cuda_primitives sees the same devices
+    const void * identity() const override {
+        static const char devices = 0;
+        return &devices;
+    }
+
+  private:
+    bool valid(int device) const {
+        return device >= 0 && device < count_;
+    }
+
+    int                                 count_;
+    ledger                              held_;
+    std::unique_ptr<vmm_primitives>     vmm_;     // none where this build or runtime lacks VMM
+    std::unique_ptr<mempool_primitives> mempool_; // none where this build lacks stream-ordered pools
+    std::vector<bool>                   has_mempool_;
+#if !defined(GGML_USE_HIP)
+    decltype(&::cuStreamIsCapturing) is_capturing_ = nullptr;
+#endif
+};
+
+} // namespace
+
+status make_cuda_driver(std::shared_ptr<driver> * out) {
+    int         count = 0;
+    cudaError_t e     = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        (void) cudaGetLastError();
+        GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        return UNSUPPORTED;
+    }
+    *out = std::make_shared<driver>(std::make_shared<cuda_primitives>(count));
+    return OK;
+}
+
+} // namespace gcp

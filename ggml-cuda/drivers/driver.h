@@ -1,0 +1,175 @@
+#pragma once
+// The driver every pool calls: the front of a device's primitives (drivers/primitives.h).
+// It counts each call by kind, latches every failure until clear_error (as CUDA's last error
+// does), and lets a decorator, a driver over another driver, fail a call before it goes below;
+// a call a decorator lets through is counted below too. The fault driver is such a decorator.
+
+#include "primitives.h"
+
+#include <array>
+#include <atomic>
+#include <memory>
+
+namespace gcp {
+
+// the driver calls, from the table in the public header (GGML_CPOOL_CALLS)
+// clang-format 14 indents the enumerator after the table's expansion as its continuation
+// clang-format off
+enum class call : int {
+#define GCP_CALL(name, spec, takes) name = GGML_CPOOL_CALL_##name,
+    GGML_CPOOL_CALLS(GCP_CALL)
+#undef GCP_CALL
+    COUNT = GGML_CPOOL_CALL_COUNT,
+};
+// clang-format on
+
+constexpr size_t CALL_KINDS = size_t(call::COUNT);
+
+// what a call takes from the device (the table's third column)
+enum class takes { NOTHING, RESOURCE, MEMORY };
+
+takes call_takes(call c);
+
+class driver {
+  public:
+    explicit driver(std::shared_ptr<device_primitives> prims);
+    virtual ~driver() = default;
+
+    driver(const driver &)             = delete;
+    driver & operator=(const driver &) = delete;
+
+    ggml_cpool_platform platform() const { return prims_->platform(); }
+    int                 device_count() const { return prims_->device_count(); }
+
+    status malloc(int device, size_t size, void ** ptr) {
+        return run(call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); });
+    }
+    status free(int device, void * ptr) {
+        return run(call::FREE, device, 0, [&](device_primitives & p) { return p.free(device, ptr); });
+    }
+    status synchronize(int device) {
+        return run(call::SYNCHRONIZE, device, 0, [&](device_primitives & p) { return p.synchronize(device); });
+    }
+    // forget a latched error, so that it is not reported against an unrelated later call
+    void clear_error();
+    bool error_latched() const;
+
+    // virtual memory management, where vmm_supported(device)
+    bool   vmm_supported(int device) const { return prims_->vmm(device) != nullptr; }
+    size_t vmm_granularity(int device) const;
+    status vmm_reserve(int device, size_t size, uintptr_t * addr) {
+        return run_vmm(call::VMM_RESERVE, device, size,
+                       [&](vmm_primitives & v) { return v.reserve(device, size, addr); });
+    }
+    status vmm_unreserve(int device, uintptr_t addr, size_t size) {
+        return run_vmm(call::VMM_UNRESERVE, device, 0,
+                       [&](vmm_primitives & v) { return v.unreserve(device, addr, size); });
+    }
+    status vmm_create(int device, size_t size, vmm_handle * handle) {
+        return run_vmm(call::VMM_CREATE, device, size,
+                       [&](vmm_primitives & v) { return v.create(device, size, handle); });
+    }
+    status vmm_release(int device, vmm_handle handle) {
+        return run_vmm(call::VMM_RELEASE, device, 0, [&](vmm_primitives & v) { return v.release(device, handle); });
+    }
+    status vmm_map(int device, uintptr_t addr, size_t size, vmm_handle handle) {
+        return run_vmm(call::VMM_MAP, device, size,
+                       [&](vmm_primitives & v) { return v.map(device, addr, size, handle); });
+    }
+    status vmm_unmap(int device, uintptr_t addr, size_t size) {
+        return run_vmm(call::VMM_UNMAP, device, 0, [&](vmm_primitives & v) { return v.unmap(device, addr, size); });
+    }
+    status vmm_access(int device, uintptr_t addr, size_t size, int accessor) {
+        return run_vmm(call::VMM_ACCESS, device, 0,
+                       [&](vmm_primitives & v) { return v.access(device, addr, size, accessor); });
+    }
+
+    status stream_create(int device, stream_t * stream) {
+        return run(call::STREAM, device, 0, [&](device_primitives & p) { return p.stream_create(device, stream); });
+    }
+    status stream_destroy(int device, stream_t stream) {
+        return run(call::STREAM, device, 0, [&](device_primitives & p) { return p.stream_destroy(device, stream); });
+    }
+    status stream_synchronize(int device, stream_t stream) {
+        return run(call::STREAM_SYNC, device, 0,
+                   [&](device_primitives & p) { return p.stream_synchronize(device, stream); });
+    }
+    // a query: neither counted nor failed by a decorator
+    status stream_capturing(int device, stream_t stream, bool * capturing) {
+        return prims_->stream_capturing(device, stream, capturing);
+    }
+    bool can_access_peer(int device, int peer) const { return prims_->can_access_peer(device, peer); }
+
+    // the device's stream-ordered pool, where async_supported(device)
+    bool   async_supported(int device) const { return prims_->mempool(device) != nullptr; }
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+        return run_mempool(call::MALLOC_ASYNC, device, size,
+                           [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); });
+    }
+    status free_async(int device, void * ptr, stream_t stream) {
+        return run_mempool(call::FREE_ASYNC, device, 0,
+                           [&](mempool_primitives & m) { return m.free_async(device, ptr, stream); });
+    }
+    status pool_attr(int device, mempool_attr attr, uint64_t * value) {
+        return run_mempool(call::POOL_ATTR, device, 0,
+                           [&](mempool_primitives & m) { return m.get_attr(device, attr, value); });
+    }
+    status pool_set_attr(int device, mempool_attr attr, uint64_t value) {
+        return run_mempool(call::POOL_ATTR, device, 0,
+                           [&](mempool_primitives & m) { return m.set_attr(device, attr, value); });
+    }
+    // the pool's reserved bytes and, of those, the bytes allocated: one attribute call
+    status pool_usage(int device, size_t * reserved, size_t * used);
+    status pool_trim(int device, size_t keep) {
+        return run_mempool(call::POOL_TRIM, device, 0, [&](mempool_primitives & m) { return m.trim(device, keep); });
+    }
+
+    const void * identity() const { return prims_->identity(); }
+    uint32_t     transient_pause_us() const { return prims_->transient_pause_us(); }
+    size_t       outstanding() const { return prims_->outstanding(); }
+    size_t       used(int device) const { return prims_->used(device); }
+
+    // calls made through this driver, of one kind or of every kind
+    uint64_t calls(call c) const { return calls_[size_t(c)].load(std::memory_order_relaxed); }
+    uint64_t calls() const;
+
+  protected:
+    // a decorator over below: the calls it lets through go there
+    explicit driver(std::shared_ptr<driver> below);
+    // a decorator's say over a call before it goes below: OK lets it through, any other status
+    // fails it with that status; size is the bytes the call asks for
+    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
+
+  private:
+    template <typename F> status run(call c, int device, size_t size, F && op) {
+        status st = intercept(c, device, size);
+        if (st == OK) {
+            st = below_ ? below_->run(c, device, size, op) : op(*prims_);
+        }
+        calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
+        if (st != OK) {
+            latched_.store(true, std::memory_order_relaxed);
+        }
+        return st;
+    }
+    // a call of an optional capability: UNSUPPORTED where the device has none
+    template <typename F> status run_vmm(call c, int device, size_t size, F && op) {
+        return run(c, device, size, [&](device_primitives & p) {
+            vmm_primitives * v = p.vmm(device);
+            return v ? op(*v) : UNSUPPORTED;
+        });
+    }
+    template <typename F> status run_mempool(call c, int device, size_t size, F && op) {
+        return run(c, device, size, [&](device_primitives & p) {
+            mempool_primitives * m = p.mempool(device);
+            return m ? op(*m) : UNSUPPORTED;
+        });
+    }
+
+    std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom
+    std::shared_ptr<driver>                       below_; // a decorator's next driver
+    std::array<std::atomic<uint64_t>, CALL_KINDS> calls_{};
+    std::atomic<bool>                             latched_{ false };
+};
+
+} // namespace gcp

@@ -1,0 +1,57 @@
+#include "factory.h"
+
+#include "fault.h"
+#include "../testing/sim.h"
+#include "../support/env.h"
+#include "../support/log.h"
+
+#ifdef GGML_CPOOL_HAVE_CUDA
+#    include "cuda.h"
+#endif
+
+namespace gcp {
+
+status make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out) {
+    if (kind == GGML_CPOOL_DRIVER_SIM) {
+        status st = sim_primitives::check(sim);
+        if (st == OK) {
+            auto prims = std::make_shared<sim_primitives>(sim);
+            *out       = { std::make_shared<driver>(prims), prims.get(), nullptr };
+        }
+        return st;
+    }
+    if (kind == GGML_CPOOL_DRIVER_CUDA) {
+#ifdef GGML_CPOOL_HAVE_CUDA
+        *out = {};
+        return make_cuda_driver(&out->drv);
+#else
+        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
+        return UNSUPPORTED;
+#endif
+    }
+    GCP_LOG_ERROR("unknown driver kind %d", kind);
+    return INVALID_ARGUMENT;
+}
+
+driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec) {
+    auto drv = std::make_shared<fault_driver>(inner.drv, spec);
+    return { drv, nullptr, drv.get() };
+}
+
+status apply_env_faults(driver_ref * ref) {
+    option_value v;
+    status       st = read_option(GGML_CPOOL_OPTION_FAULT, &v);
+    if (st != OK || !v.set) {
+        return st;
+    }
+    fault_spec spec; // the reading above read it whole: this parse cannot refuse it
+    st = parse_fault_spec(v.text, &spec, option_name(GGML_CPOOL_OPTION_FAULT), "no context created");
+    if (st != OK) {
+        return st;
+    }
+    GCP_LOG_INFO("%s=%s: fault injection armed", option_name(GGML_CPOOL_OPTION_FAULT), v.text);
+    *ref = make_fault_driver(*ref, spec);
+    return OK;
+}
+
+} // namespace gcp

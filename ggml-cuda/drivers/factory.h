@@ -1,0 +1,31 @@
+#pragma once
+// Where drivers come from: a driver of a kind (over cuda_primitives or sim_primitives), a fault
+// driver over any driver, and the fault driver GGML_CUDA_POOL_FAULT asks every context for. A
+// driver_ref keeps, next to the driver, the parts the testing calls reach
+// (ggml-cuda-pool-testing.h), typed.
+
+#include "driver.h"
+#include "../support/fault-spec.h"
+
+#include <memory>
+
+namespace gcp {
+
+class sim_primitives;
+class fault_driver;
+
+struct driver_ref {
+    std::shared_ptr<driver> drv;
+    sim_primitives *        sim   = nullptr; // the primitives below, when it is the sim driver
+    fault_driver *          fault = nullptr; // the driver, when it injects faults
+};
+
+// a driver of the given kind (a ggml_cpool_driver_kind, read with raw_enum), or a status and a
+// log line saying why not
+status     make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out);
+// a fault driver over inner, armed with spec; may throw std::bad_alloc
+driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec);
+// wraps *ref in a fault driver when GGML_CUDA_POOL_FAULT is set; a malformed spec fails
+status     apply_env_faults(driver_ref * ref);
+
+} // namespace gcp

@@ -1,0 +1,39 @@
+#pragma once
+// A driver decorator that makes chosen calls fail (fault-spec.h says how they are chosen), over
+// any driver: the sim one in CI, the cuda one on a GPU. A failed call never reaches the driver
+// below; a call that takes something from the device fails with OUT_OF_MEMORY, any other with
+// DRIVER_ERROR (GGML_CPOOL_CALLS says which is which).
+
+#include "driver.h"
+#include "../support/fault-spec.h"
+
+#include <memory>
+#include <mutex>
+#include <random>
+
+namespace gcp {
+
+class fault_driver final : public driver {
+  public:
+    fault_driver(std::shared_ptr<driver> inner, const fault_spec & spec) : driver(std::move(inner)) { arm(spec); }
+
+    // replaces the spec and restarts the call counts it refers to
+    void     arm(const fault_spec & spec);
+    uint64_t fired() const;
+
+  protected:
+    status intercept(call c, int device, size_t size) override;
+
+  private:
+    bool window_open() const; // while= names no file, or its file exists
+
+    mutable std::mutex mutex_;
+    fault_spec         spec_;
+    std::mt19937_64    rng_;
+    uint64_t           seen_[CALL_KINDS] = {}; // calls of each kind since armed
+    uint64_t           seen_any_         = 0;
+    uint64_t           fired_            = 0;
+    bool               oneshot_done_     = false;
+};
+
+} // namespace gcp

@@ -1,0 +1,345 @@
+#include "legacy.h"
+
+#include "../support/log.h"
+#include "reclaimable.h"
+
+namespace gcp {
+
+pool_legacy::~pool_legacy() {
+    release_live();
+    release_oldest(SIZE_MAX, scope::everything);
+}
+
+size_t pool_legacy::cached_bytes() const {
+    size_t bytes = bins_.bytes();
+    for (const size_bins::buffer & b : growth_) {
+        bytes += b.size;
+    }
+    return bytes;
+}
+
+void pool_legacy::note_growth(size_t size) {
+    // room first (may throw): nothing below allocates
+    reserve_at_least(growth_, MAX_GROWING);
+    reserve_at_least(growing_out_, growing_out_.size() + 1);
+    growth_need_ = size;
+    for (size_t i = growth_.size(); i-- > 0;) {
+        if (growth_[i].size < size) { // outgrown: any request may use it now, and it goes back first
+            bins_.reserve(growth_[i].size);
+            bins_.put(growth_[i].ptr, growth_[i].size, ++outgrown_);
+            growth_.erase(growth_.begin() + std::ptrdiff_t(i));
+        }
+    }
+}
+
+bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
+    auto best = growth_.end();
+    for (auto it = growth_.begin(); it != growth_.end(); ++it) {
+        if (it->size >= size && (best == growth_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best == growth_.end()) {
+        return false;
+    }
+    bins_.reserve(best->size); // counted out, as every buffer handed out is (may throw: nothing taken)
+    *hit = *best;
+    growth_.erase(best);
+    return true;
+}
+
+status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
+    clock_++;
+    size_bins::buffer hit{};
+    // best fit: the smallest cached buffer that holds the request (for a growing one, the
+    // reserve first)
+    if (r.growing()) {
+        note_growth(r.size);
+    }
+    const bool reserved = r.growing() && take_reserved(r.size, &hit);
+    if (reserved || bins_.take(r.size, &hit)) {
+        // a growing request's buffer goes to the reserve once freed, but not an ordinary one
+        // larger than its miss would take: that was made for another request (a weight matrix's
+        // dequantization), which would miss while it waits there for growing requests only
+        if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
+            growing_out_.push_back(hit.ptr); // within the room note_growth made
+        }
+        *ptr    = hit.ptr;
+        *actual = hit.size;
+        stats_.hits++;
+        return OK;
+    }
+    return miss(r, ptr, actual);
+}
+
+status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
+    stats_.misses++;
+    size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
+    bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
+    keep_within_headroom(bytes);
+    status st = OK;
+    {
+        reclaimable_scope scope(cached_bytes());
+        st = drv_.malloc(device_, bytes, ptr);
+    }
+    if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
+        return OK;
+    }
+    if (st == OUT_OF_MEMORY) {
+        // during a capture nothing can be given back: the request at its own size at once
+        st               = capturing() ? fall_back(r, &bytes, ptr) : OUT_OF_MEMORY;
+        const char * how = nullptr;
+        if (st == OUT_OF_MEMORY) {
+            st = recover(bytes, ptr, &how);
+        }
+        // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
+        // misses they spare), not a failed request: the request at its own size before it fails
+        if (st == OUT_OF_MEMORY && how != nullptr) {
+            st = fall_back(r, &bytes, ptr);
+        }
+        if (st == OUT_OF_MEMORY && how != nullptr) {
+            st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
+            if (st != OK) {
+                driver_failed(GGML_CPOOL_LOG_WARN,
+                              "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
+                              "a pause did not help",
+                              to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
+            }
+        }
+    } else if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes),
+                      ggml_cpool_status_str(st));
+    }
+    if (st != OK) {
+        bins_.unreserve(bytes);
+        return st;
+    }
+    on_driver_alloc(bytes);
+    if (r.growing()) {
+        growing_out_.push_back(*ptr); // within the room note_growth made
+    }
+    *actual = bytes;
+    return OK;
+}
+
+status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
+    const size_t refused = *bytes;
+    size_t       next    = fallback_bytes(r, refused, LOOK_AHEAD_DIVISOR, ROUNDING);
+    while (next != 0) {
+        driver_failed(); // the refusal before this attempt: the lines of the caller or below say how it ends
+        // the room kept for the buffer to come back follows its size (may throw: none is kept then)
+        bins_.unreserve(*bytes);
+        bins_.reserve(next);
+        *bytes = next;
+        if (drv_.malloc(device_, next, ptr) == OK) {
+            log_fallback(refused, next, r.size);
+            return OK;
+        }
+        next = fallback_bytes(r, next, LOOK_AHEAD_DIVISOR, ROUNDING);
+    }
+    driver_failed();
+    return OUT_OF_MEMORY;
+}
+
+bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
+    const bool fits =
+        std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
+    if (!fits) {
+        return false;
+    }
+    driver_failed(); // the line below says how it ends
+    bins_.unreserve(bytes);
+    size_bins::buffer hit{};
+    take_reserved(size, &hit); // may throw: nothing is taken then
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
+                  to_mib(bytes), to_mib(hit.size));
+    stats_.misses--;
+    stats_.hits++;
+    *ptr    = hit.ptr;
+    *actual = hit.size;
+    return true;
+}
+
+void pool_legacy::keep_within_headroom(size_t bytes) {
+    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+        return;
+    }
+    const size_t peak   = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
+    const size_t budget = headroom_budget(peak, opt_.headroom_pct);
+    if (stats_.reserved_bytes + bytes <= budget || bins_.count() == 0 || capturing()) {
+        return;
+    }
+    // queued kernels may still use cached buffers: they finish before any goes back
+    status st = synchronize();
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_WARN, "synchronize before giving back outgrown buffers failed (%s); kept",
+                      ggml_cpool_status_str(st));
+        return;
+    }
+    const size_t excess = stats_.reserved_bytes + bytes - budget;
+    const size_t freed  = release_oldest(excess, scope::ordinary);
+    GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
+                  "recently used",
+                  name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
+}
+
+status pool_legacy::recover(size_t bytes, void ** ptr, const char ** how) {
+    driver_failed(); // the lines below say how it ends
+    if (capturing()) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                     name(), to_mib(bytes));
+        return OUT_OF_MEMORY;
+    }
+    // queued kernels may still use cached buffers: let them finish before any goes back; it also
+    // lets other streams' frees land. The pool's stream, not the device: a device-wide
+    // synchronize would break a graph capture that another context runs on this device
+    status st = synchronize();
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed",
+                      ggml_cpool_status_str(st));
+        return st;
+    }
+    if (cached_count() == 0) {
+        // nothing to give back: one retry, for a failure that has passed by now
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
+                      to_mib(bytes), to_mib(stats_.live_bytes));
+        if (drv_.malloc(device_, bytes, ptr) == OK) {
+            GCP_LOG_DEBUG("%s: retry succeeded", name());
+            return OK;
+        }
+        driver_failed();
+        *how = "out of memory with nothing cached";
+        return OUT_OF_MEMORY;
+    }
+
+    if (opt_.lru) {
+        size_t target = RECLAIM_FACTOR * bytes;
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
+                      name(), to_mib(bytes), to_mib(target), to_mib(cached_bytes()));
+        size_t freed = release_oldest(target, scope::unpinned);
+        stats_.lru_reclaims++;
+        stats_.lru_reclaimed_bytes += freed;
+        if (drv_.malloc(device_, bytes, ptr) == OK) {
+            GCP_LOG_DEBUG("%s: retry succeeded after reclaiming %.2f MiB", name(), to_mib(freed));
+            return OK;
+        }
+        driver_failed(); // the flush below, or the caller, says what comes next
+        if (cached_count() == 0) {
+            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed after reclaiming all %.2f MiB cached", name(), to_mib(bytes),
+                          to_mib(freed));
+            *how = "out of memory after reclaiming everything cached";
+            return OUT_OF_MEMORY;
+        }
+    }
+
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
+                  to_mib(cached_bytes()));
+    size_t freed = release_oldest(SIZE_MAX, scope::unpinned);
+    stats_.flushes++;
+    if (drv_.malloc(device_, bytes, ptr) == OK) {
+        GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
+        return OK;
+    }
+    driver_failed();
+    *how = "out of memory after freeing everything cached";
+    return OUT_OF_MEMORY;
+}
+
+bool pool_legacy::release(const size_bins::buffer & b) {
+    status st = drv_.free(device_, b.ptr);
+    if (st != OK) {
+        // kept cached: a buffer the driver would not take back is not lost from the accounting
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr,
+                      to_mib(b.size), ggml_cpool_status_str(st));
+        return false;
+    }
+    auto reserved =
+        std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
+    if (reserved != growth_.end()) {
+        growth_.erase(reserved);
+    } else {
+        bins_.remove(b.ptr, b.size);
+    }
+    on_driver_free(b.size);
+    return true;
+}
+
+size_t pool_legacy::release_oldest(size_t target, scope which) {
+    // oldest stamp first (outgrown buffers, then least recently used), by a scan per buffer: no
+    // allocation, so this also serves destruction; each cached buffer has a stamp of its own, so
+    // `after` steps over the refused ones
+    size_t   freed = 0;
+    uint64_t after = 0;
+    while (freed < target) {
+        size_bins::buffer next{};
+        bool              found    = false;
+        auto              consider = [&](const size_bins::buffer & b) {
+            if (b.last_use > after && (!found || b.last_use < next.last_use) &&
+                (which == scope::everything || !pinned(b.ptr))) {
+                next  = b;
+                found = true;
+            }
+        };
+        bins_.for_each(consider);
+        if (which != scope::ordinary) {
+            std::for_each(growth_.begin(), growth_.end(), consider);
+        }
+        if (!found) {
+            break;
+        }
+        after = next.last_use;
+        freed += release(next) ? next.size : 0;
+    }
+    return freed;
+}
+
+void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    clock_++;
+    if ((!growing_out_.empty() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
+        return;
+    }
+    bins_.put(ptr, actual, clock_); // within the room its bin kept
+}
+
+bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
+    auto growing = std::find(growing_out_.begin(), growing_out_.end(), ptr);
+    if (growing != growing_out_.end()) {
+        growing_out_.erase(growing);
+        // still as large as the latest growing request: kept for the next steps of the growth
+        if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
+            bins_.forget_out(actual);
+            growth_.push_back({ ptr, actual, clock_ }); // within the room note_growth made
+            return true;
+        }
+    }
+    if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
+        GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
+                      to_mib(actual));
+        status st = drv_.free(device_, ptr);
+        if (st == OK) {
+            bins_.forget_out(actual);
+            on_driver_free(actual);
+            return true;
+        }
+        // kept cached past the limit: still accounted, and the next flush tries again
+        driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p failed (%s); kept cached", ptr,
+                      ggml_cpool_status_str(st));
+    }
+    return false;
+}
+
+status pool_legacy::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
+    release_oldest(SIZE_MAX, scope::unpinned);
+    bool refused = false;
+    auto check   = [&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); };
+    bins_.for_each(check);
+    std::for_each(growth_.begin(), growth_.end(), check);
+    return refused ? DRIVER_ERROR : OK; // the driver refused one
+}
+
+} // namespace gcp

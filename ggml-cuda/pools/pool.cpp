@@ -1,0 +1,242 @@
+#include "pool.h"
+
+#include "../support/log.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <thread>
+
+namespace gcp {
+
+namespace {
+
+constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
+
+} // namespace
+
+const char * pool::name() const {
+    if (name_[0] == '\0') {
+        format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
+    }
+    return name_;
+}
+
+ggml_cpool_stats pool::stats() const {
+    ggml_cpool_stats s = stats_;
+    s.cached_bytes     = cached_bytes();
+    return s;
+}
+
+status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
+    if (ptr == nullptr || actual == nullptr || size == 0) {
+        GCP_LOG_ERROR("%s: alloc of %zu bytes with %s rejected", name(), size,
+                      size == 0 ? "zero size" : "a null output pointer");
+        return INVALID_ARGUMENT;
+    }
+    if ((flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0) {
+        GCP_LOG_ERROR("%s: alloc with unknown flags 0x%x rejected", name(), flags);
+        return INVALID_ARGUMENT;
+    }
+    if (size > MAX_REQUEST) {
+        GCP_LOG_ERROR("%s: alloc of %zu bytes exceeds the largest request (%zu)", name(), size, MAX_REQUEST);
+        stats_.oom_returned++;
+        return OUT_OF_MEMORY;
+    }
+    *ptr    = nullptr;
+    *actual = 0;
+    // a free must never need host memory (failing, it would lose its buffer): room for every
+    // live buffer, this one included, to come back (and to be recorded) is made before anything
+    // is taken
+    live_.reserve(live_.size() + 1);
+    room_for_frees(live_.size() + 1);
+    const uint64_t hits = stats_.hits;
+    status         st   = do_alloc(request{ size, flags, limit }, ptr, actual);
+    if (st != OK) {
+        if (st == OUT_OF_MEMORY) {
+            stats_.oom_returned++;
+        }
+        return st;
+    }
+    try {
+        record(*ptr, *actual);
+    } catch (...) {
+        // no room to record it: give the buffer back rather than lose it (a hit was no hit)
+        do_free(*ptr, *actual);
+        stats_.hits = hits;
+        *ptr        = nullptr;
+        *actual     = 0;
+        throw;
+    }
+    stats_.allocs++;
+    stats_.live_bytes += *actual;
+    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+    return OK;
+}
+
+void pool::pin_live(void * ptr, size_t actual) {
+    try {
+        // everything that allocates first: the graph's list then never holds a buffer that
+        // was not handed out
+        std::vector<void *> & list = graphs_[pinning_];
+        reserve_at_least(list, list.size() + 1);
+        pin & p = pins_[ptr];
+        list.push_back(ptr);
+        p.graphs++;
+        // an address can come back with another size: the pin covers the largest
+        p.size = std::max(p.size, actual);
+    } catch (...) {
+        live_.erase(ptr);
+        throw;
+    }
+}
+
+status pool::free(void * ptr, size_t actual) {
+    const size_t at = live_.slot_of(ptr);
+    if (at == live_set::NONE) {
+        GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
+                      name(), ptr);
+        return INVALID_ARGUMENT;
+    }
+    if (live_.size_at(at) != actual) {
+        GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
+                      live_.size_at(at));
+        return INVALID_ARGUMENT;
+    }
+    live_.erase_at(at);
+    stats_.live_bytes -= actual;
+    do_free(ptr, actual); // cannot fail: alloc made room for this buffer to come back
+    return OK;
+}
+
+void pool::pin_release(uint64_t graph) {
+    auto it = graphs_.find(graph);
+    if (it == graphs_.end()) {
+        return; // this pool handed nothing out under that graph
+    }
+    for (void * p : it->second) {
+        auto it2 = pins_.find(p);
+        if (--it2->second.graphs == 0) {
+            pins_.erase(it2);
+        }
+    }
+    graphs_.erase(it);
+    on_unpinned();
+}
+
+void pool::log_fallback(size_t refused, size_t taken, size_t size) const {
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                  to_mib(refused), to_mib(taken), to_mib(size));
+}
+
+void pool::pause_before_retry(int attempt) const {
+    const uint32_t us = drv_.transient_pause_us();
+    if (us != 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(us) << (attempt - 1)));
+    }
+}
+
+status pool::synchronize() {
+    stats_.synchronizes++;
+    return stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
+}
+
+status pool::set_stream(stream_t stream) {
+    if (stream == stream_) {
+        return OK;
+    }
+    if (capturing()) {
+        log_capture_refusal("switching streams refused");
+        return UNSUPPORTED;
+    }
+    on_stream_change();
+    // the old stream's kernels may still use buffers the new stream would be handed
+    status st = synchronize();
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the previous stream failed (%s); the pool stays on it",
+                      ggml_cpool_status_str(st));
+        return st;
+    }
+    stream_ = stream;
+    return OK;
+}
+
+void pool::driver_failed(ggml_cpool_log_level level, const char * fmt, ...) {
+    drv_.clear_error();
+    char    text[LOG_DETAIL_BYTES];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof(text), fmt, args);
+    va_end(args);
+    log(level, "%s: %s", name(), text);
+}
+
+bool pool::capturing() {
+    if (stream_ == nullptr) {
+        return false;
+    }
+    bool   active = false;
+    status st     = drv_.stream_capturing(device_, stream_, &active);
+    if (st != OK) {
+        driver_failed();
+        return true; // unknown: assume the worst, an illegal call would break a capture
+    }
+    return active;
+}
+
+void pool::log_capture_refusal(const char * what) {
+    GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
+                 "(allocate before capturing, as a warm-up run does)",
+                 name(), what);
+}
+
+uintptr_t pool::pinned_top() const {
+    uintptr_t top = 0;
+    for (auto & p : pins_) {
+        top = std::max(top, reinterpret_cast<uintptr_t>(p.first) + p.second.size);
+    }
+    return top;
+}
+
+void pool::on_driver_alloc(size_t bytes) {
+    stats_.driver_allocs++;
+    stats_.reserved_bytes += bytes;
+    stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+}
+
+void pool::on_released(size_t bytes) {
+    stats_.driver_frees++;
+    stats_.reserved_bytes -= bytes;
+}
+
+void pool::release_live() {
+    if (live_.empty()) {
+        return;
+    }
+    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live_.size(),
+                 to_mib(stats_.live_bytes));
+    // free in reverse address order: the VMM pool then unwinds its stack in one pass; without
+    // room for that order (this runs in destructors, which must not throw), in any order
+    try {
+        std::vector<std::pair<void *, size_t>> live;
+        live.reserve(live_.size());
+        live_.for_each([&](const void * ptr, size_t size) { live.emplace_back(const_cast<void *>(ptr), size); });
+        std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
+        for (auto & b : live) {
+            free(b.first, b.second);
+        }
+    } catch (...) {
+        while (!live_.empty()) {
+            void * ptr  = nullptr;
+            size_t size = 0;
+            live_.for_each([&](const void * p, size_t s) {
+                ptr  = const_cast<void *>(p);
+                size = s;
+            });
+            free(ptr, size);
+        }
+    }
+}
+
+} // namespace gcp

@@ -1,0 +1,219 @@
+#pragma once
+// What every pool kind shares: argument checks, the record of live buffers that makes a bad
+// free a status instead of corruption, and exact statistics.
+
+#include "../drivers/driver.h"
+#include "live-set.h"
+#include "../support/log.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+// a cold path kept out of the function that calls it: the hit path then saves fewer registers
+#if defined(__GNUC__)
+#    define GCP_NOINLINE __attribute__((noinline))
+#else
+#    define GCP_NOINLINE
+#endif
+
+namespace gcp {
+
+// the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
+// GGML_CPOOL_HEADROOM_UNLIMITED, or a budget past SIZE_MAX, is SIZE_MAX (no bound)
+inline size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
+    if (headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+        return SIZE_MAX;
+    }
+    const double extra = double(peak) * headroom_pct / 100.0;
+    return extra >= double(SIZE_MAX - peak) ? SIZE_MAX : peak + size_t(extra);
+}
+
+// what a caller asks for
+struct request {
+    size_t   size;
+    uint32_t flags;
+    size_t   limit; // a growing request's bound: the most the buffer can ever need (0: none)
+
+    // OVERALLOCATE: the caller expects this request to keep growing
+    bool growing() const { return (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) != 0; }
+};
+
+class pool {
+  public:
+    // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
+        stream_(stream),
+        drv_(drv),
+        device_(device),
+        kind_(kind) {}
+    virtual ~pool() = default;
+
+    pool(const pool &)             = delete;
+    pool & operator=(const pool &) = delete;
+
+    // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
+    status         alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
+    // actual must be the size alloc returned
+    status         free(void * ptr, size_t actual);
+    // return what is cached to the driver
+    virtual status trim() = 0;
+
+    ggml_cpool_stats stats() const;
+    // device memory the pool holds for itself (kept whole when the pool is quarantined)
+    virtual size_t   held_bytes() const { return stats_.reserved_bytes; }
+
+    // moves the pool to another stream once the current one has finished with its buffers;
+    // UNSUPPORTED while the current one is capturing a graph
+    status          set_stream(stream_t stream);
+    stream_t        stream() const { return stream_; }
+    // waits for the work queued on the pool's stream (on the whole device where it has none)
+    status          synchronize();
+    // forgets the stream, which its owner may destroy now: synchronize and free act on the device
+    void            detach_stream() { stream_ = nullptr; }
+    // for traces and timing (trace.h): the calls made through this pool's driver so far, and
+    // the time spent inside this pool's calls (stats.call_ns)
+    uint64_t        driver_calls() const { return drv_.calls(); }
+    void            add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
+    // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
+    // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
+    void            pin_begin(uint64_t graph) { pinning_ = graph; }
+    void            pin_end() { pinning_ = 0; }
+    void            pin_release(uint64_t graph);
+    bool            has_pins() const { return !pins_.empty(); }
+    ggml_cpool_kind kind() const { return kind_; }
+    int             device() const { return device_; }
+    // "CUDA pool[0]" or "HIP pool[1]", the prefix of this pool's log lines
+    const char *    name() const;
+
+  protected:
+    static constexpr size_t OVERALLOCATE_FACTOR = 2;
+
+    // the request and 1/look_ahead of it more (0: nothing more), rounded up to `rounding`
+    static size_t with_look_ahead(const request & r, size_t look_ahead, size_t rounding) {
+        return round_up(r.size + (look_ahead != 0 ? r.size / look_ahead : 0), rounding);
+    }
+    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), but no more than
+    // its limit, rounded up to `rounding`; any other with its look-ahead
+    static size_t miss_bytes(const request & r, size_t look_ahead, size_t rounding) {
+        if (!r.growing()) {
+            return with_look_ahead(r, look_ahead, rounding);
+        }
+        const size_t doubled = OVERALLOCATE_FACTOR * r.size;
+        return round_up(r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled, rounding);
+    }
+    // after the driver refused `refused` bytes for a request: the next smaller size to ask for,
+    // the request with its look-ahead, then the request alone (0: none is smaller). The doubling
+    // and the look-ahead only spare later misses: they give way before the request fails
+    static size_t fallback_bytes(const request & r, size_t refused, size_t look_ahead, size_t rounding) {
+        const size_t ahead = with_look_ahead(r, look_ahead, rounding);
+        const size_t exact = round_up(r.size, rounding);
+        return ahead < refused ? ahead : exact < refused ? exact : 0;
+    }
+    // one line: `refused` bytes were refused for a request of `size`, which took `taken` instead
+    void                         log_fallback(size_t refused, size_t taken, size_t size) const;
+    // A refusal may pass by itself (frees landing on other streams, another process giving memory
+    // back): up to TRANSIENT_RETRIES more attempts, each after a pause that doubles from the
+    // driver's (1 ms on a real device: 1 + 2 + 4 = 7 ms in all, so a refusal that persists still
+    // reaches the caller promptly) and a synchronize of the stream. None during a capture, where
+    // no synchronize is legal. The last attempt's status; a failed one's error is cleared.
+    static constexpr int         TRANSIENT_RETRIES = 3;
+    template <typename F> status retry_transient(F && attempt) {
+        if (capturing()) {
+            return OUT_OF_MEMORY;
+        }
+        status st = OUT_OF_MEMORY;
+        for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
+            pause_before_retry(i);
+            st = synchronize();
+            if (st != OK) {
+                driver_failed(); // the caller reports the allocation that failed
+                return OUT_OF_MEMORY;
+            }
+            st = attempt();
+            if (st == OK) {
+                GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", name(), i,
+                              TRANSIENT_RETRIES);
+            } else {
+                driver_failed(); // the next attempt or the caller's line says how it ends
+            }
+        }
+        return st;
+    }
+    void pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+
+    // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
+    void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
+    // the same, for a failure that the caller's own lines report or that changes nothing
+    void driver_failed() { drv_.clear_error(); }
+
+    // r.size > 0 and <= MAX_REQUEST; on OK *actual >= r.size
+    virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
+    // never allocates host memory: a free that could fail would lose its buffer
+    virtual void   do_free(void * ptr, size_t actual) noexcept = 0;
+    // (optional) room for `buffers` more buffers to come back through do_free without
+    // allocating; called before each allocation, may throw std::bad_alloc
+    virtual void   room_for_frees(size_t /*buffers*/) {}
+
+    // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
+    void on_driver_alloc(size_t bytes);
+    void on_driver_free(size_t bytes) {
+        on_addresses_gone();
+        on_released(bytes);
+    }
+    // addresses the pool handed out no longer reach memory (a graph using them must be
+    // recaptured): the generation moves
+    void           on_addresses_gone() { stats_.generation++; }
+    // bytes the driver took back
+    void           on_released(size_t bytes);
+    // bytes held for reuse, from the pool's own structures
+    virtual size_t cached_bytes() const = 0;
+
+    // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak list
+    void release_live();
+
+    bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
+    // the end of the highest pinned buffer, as an address (0 when none is pinned)
+    uintptr_t    pinned_top() const;
+    // whether the context's stream is being captured into a graph: no synchronize and no free
+    // then (both are illegal during capture and would invalidate it)
+    bool         capturing();
+    // logs why `what` is not done while the context's stream is capturing
+    void         log_capture_refusal(const char * what); // e.g. "trim refused"
+    // some buffers lost their last pin
+    virtual void on_unpinned() {}
+    // the stream is about to change: what is queued for the old one goes there first
+    virtual void on_stream_change() {}
+
+    stream_t stream_ = nullptr;
+
+    driver &         drv_;
+    int              device_;
+    ggml_cpool_kind  kind_;
+    ggml_cpool_stats stats_{};
+
+  private:
+    // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then.
+    // Inline: outside pin mode it is one insert, on every hit
+    void record(void * ptr, size_t actual) {
+        live_.insert(ptr, actual); // within the room alloc made
+        if (pinning_ != 0) {
+            pin_live(ptr, actual);
+        }
+    }
+    // pins a buffer just recorded as live; may throw, forgetting it then
+    void pin_live(void * ptr, size_t actual);
+
+    live_set live_; // ptr -> actual size
+    uint64_t pinning_ = 0;
+    struct pin {
+        uint32_t graphs; // graphs pinning the buffer
+        size_t   size;
+    };
+    std::unordered_map<const void *, pin>             pins_;
+    std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
+    mutable char                                      name_[32] = {};
+};
+
+} // namespace gcp

@@ -1,0 +1,301 @@
+#include "vmm.h"
+
+#include "../support/log.h"
+#include "reclaimable.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace gcp {
+
+pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream),
+    peer_access_(peer_access),
+    granularity_(drv.vmm_granularity(device)),
+    reserve_size_(round_up(std::min(reserve_size, MAX_REQUEST), granularity_)) {}
+
+pool_vmm::~pool_vmm() {
+    release_live();
+    unmap_above(0); // destruction gives everything back, pinned or not
+    if (base_ != 0 && mapped_ == 0 && release_orphans()) {
+        status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
+        if (st != OK) {
+            driver_failed(GGML_CPOOL_LOG_ERROR, "freeing the virtual range failed (%s)", ggml_cpool_status_str(st));
+        }
+    }
+}
+
+status pool_vmm::reserve() {
+    status st = drv_.vmm_reserve(device_, reserve_size_, &base_);
+    if (st != OK) {
+        base_ = 0;
+        driver_failed(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(reserve_size_),
+                      ggml_cpool_status_str(st));
+    }
+    return st;
+}
+
+status pool_vmm::grant_access(uintptr_t addr, size_t size) {
+    status st = drv_.vmm_access(device_, addr, size, device_);
+    for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
+        if (drv_.can_access_peer(device_, peer)) {
+            st = drv_.vmm_access(device_, addr, size, peer);
+        }
+    }
+    return st;
+}
+
+bool pool_vmm::release_orphans() {
+    bool any_mapped = false;
+    for (size_t i = orphans_.size(); i-- > 0;) {
+        orphan & o = orphans_[i];
+        if (o.mapped) {
+            o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
+        }
+        if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
+            if (o.reserved) { // its addresses went when it was unmapped
+                held_ -= o.size;
+                on_released(o.size);
+            }
+            orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
+            continue;
+        }
+        any_mapped = any_mapped || o.mapped;
+    }
+    driver_failed(); // what still fails is retried at the next growth
+    return !any_mapped;
+}
+
+status pool_vmm::grow(size_t bytes) {
+    // the records this growth may need, made before the driver is asked: a chunk it maps, or an
+    // orphan it leaves, and room for every chunk to become an orphan later
+    reserve_at_least(chunks_, chunks_.size() + 1);
+    reserve_at_least(orphans_, orphans_.size() + chunks_.size() + 1);
+    // a mapping left over from a failed growth still occupies the range where this one goes;
+    // undoing it unmaps, which waits until no graph is being captured
+    const bool capture = capturing();
+    bool       blocked = false;
+    for (const orphan & o : orphans_) {
+        blocked = blocked || o.mapped;
+    }
+    if (blocked && (capture || !release_orphans())) {
+        GCP_LOG_ERROR("%s: a failed mapping could not be undone yet; not growing", name());
+        return DRIVER_ERROR;
+    }
+    const size_t size   = round_up(bytes, granularity_);
+    const size_t offset = mapped_;
+    vmm_handle   handle = 0;
+    const char * what   = "creating";
+    status       st     = OK;
+    {
+        reclaimable_scope scope(cached_bytes());
+        st = drv_.vmm_create(device_, size, &handle);
+    }
+    if (st == OK) {
+        what = "mapping";
+        st   = drv_.vmm_map(device_, base_ + offset, size, handle);
+        if (st == OK) {
+            what = "granting access to";
+            st   = grant_access(base_ + offset, size);
+            if (st != OK) {
+                orphans_.push_back({ offset, size, handle, true, false });
+            }
+        } else {
+            orphans_.push_back({ offset, size, handle, false, false });
+        }
+    }
+    if (st != OK) {
+        // an out-of-memory is retried, and the caller's one line reports it if it persists
+        driver_failed(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
+                      "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
+        if (!capture) { // an unmap during capture would break it: the next growth outside one retries
+            release_orphans();
+        }
+        return st;
+    }
+    chunks_.push_back({ offset, size, handle });
+    mapped_ += size;
+    on_driver_alloc(size);
+    return OK;
+}
+
+bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
+    auto best = blocks_.end();
+    for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+        if (it->freed && it->size >= bytes && (best == blocks_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best == blocks_.end()) {
+        return false;
+    }
+    *ptr = reinterpret_cast<void *>(base_ + best->offset);
+    if (best->size == bytes) {
+        best->freed = false;
+        holes_--;
+        return true;
+    }
+    // the rest of the hole stays one (within the room do_alloc made: cannot throw)
+    const block taken{ best->offset, bytes, false };
+    best->offset += bytes;
+    best->size -= bytes;
+    blocks_.insert(best, taken);
+    return true;
+}
+
+status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
+    reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
+    if (holes_ > 0 && take_hole(bytes, ptr)) {
+        stats_.hits++;
+        *actual = bytes;
+        return OK;
+    }
+    if (base_ == 0) {
+        status st = reserve();
+        if (st != OK) {
+            return st;
+        }
+    }
+    // a growing request whose doubling the range or the device refuses is served as one that does
+    // not grow (a hole, the top, a growth): nothing is cached to give back for the doubling, so
+    // before the retries that only wait
+    const bool doubled = fallback_bytes(r, bytes, 0, ALIGNMENT) != 0;
+    const auto alone   = [&] {
+        status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
+        if (st == OK) {
+            log_fallback(bytes, *actual, r.size);
+        }
+        return st;
+    };
+    if (doubled && bytes > reserve_size_ - used_) {
+        return alone();
+    }
+    if (bytes > reserve_size_ - used_) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(), to_mib(bytes),
+                     to_mib(used_), to_mib(reserve_size_));
+        return OUT_OF_MEMORY;
+    }
+    if (used_ + bytes <= mapped_) {
+        stats_.hits++;
+    } else {
+        stats_.misses++;
+        status st = grow(used_ + bytes - mapped_);
+        if (st == OUT_OF_MEMORY && doubled) {
+            stats_.misses--; // counted again as the request alone
+            return alone();
+        }
+        if (st == OUT_OF_MEMORY) {
+            st = retry_growth(bytes);
+        }
+        if (st != OK) {
+            return st;
+        }
+    }
+    blocks_.push_back({ used_, bytes, false });
+    *ptr    = reinterpret_cast<void *>(base_ + used_);
+    *actual = bytes;
+    used_ += bytes;
+    return OK;
+}
+
+status pool_vmm::retry_growth(size_t bytes) {
+    const size_t growth = used_ + bytes - mapped_;
+    if (capturing()) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
+                     "memory, and no retry is legal there",
+                     name(), to_mib(bytes), to_mib(growth));
+        return OUT_OF_MEMORY;
+    }
+    // nothing cached to give back: one retry once the stream's work (and other streams' frees) has
+    // landed, for a failure that has passed by then, then the transient retries
+    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(growth));
+    status st = synchronize();
+    if (st == OK) {
+        st = grow(growth);
+        GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
+    } else {
+        driver_failed(); // the failed growth is what the caller reports
+        st = OUT_OF_MEMORY;
+    }
+    if (st == OUT_OF_MEMORY) {
+        st = retry_transient([&] { return grow(growth); });
+    }
+    if (st == OUT_OF_MEMORY) {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
+                     "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
+                     name(), to_mib(bytes), to_mib(growth), to_mib(mapped_), to_mib(stats_.live_bytes),
+                     TRANSIENT_RETRIES);
+    }
+    return st;
+}
+
+void pool_vmm::do_free(void * ptr, size_t actual) noexcept {
+    size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
+    auto   it     = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
+                                     [](const block & b, size_t off) { return b.offset < off; });
+    // the base class checked ptr is live, so the block is there
+    it->freed = true;
+    holes_++;
+    (void) actual;
+    // one hole with its freed neighbours (erasing needs no memory)
+    if (std::next(it) != blocks_.end() && std::next(it)->freed) {
+        it->size += std::next(it)->size;
+        blocks_.erase(std::next(it));
+        holes_--;
+    }
+    if (it != blocks_.begin() && std::prev(it)->freed) {
+        std::prev(it)->size += it->size;
+        blocks_.erase(it);
+        holes_--;
+    }
+    while (!blocks_.empty() && blocks_.back().freed) {
+        used_ = blocks_.back().offset;
+        blocks_.pop_back();
+        holes_--;
+    }
+}
+
+bool pool_vmm::unmap_last_chunk() {
+    chunk  c  = chunks_.back();
+    status st = drv_.vmm_unmap(device_, base_ + c.offset, c.size);
+    if (st != OK) {
+        driver_failed(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
+                      ggml_cpool_status_str(st));
+        return false;
+    }
+    chunks_.pop_back();
+    mapped_ -= c.size;
+    on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
+    if (drv_.vmm_release(device_, c.handle) != OK) {
+        // still the driver's memory held for this pool: reserved until the retry releases it
+        driver_failed(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
+        orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
+        held_ += c.size;
+        return true;
+    }
+    on_released(c.size);
+    return true;
+}
+
+status pool_vmm::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
+    // nothing a captured graph still uses is unmapped, even below the stack top
+    uintptr_t top = pinned_top();
+    return unmap_above(std::max(used_, top > base_ ? size_t(top - base_) : size_t(0)));
+}
+
+status pool_vmm::unmap_above(size_t floor) {
+    release_orphans();
+    while (!chunks_.empty() && chunks_.back().offset >= floor) {
+        if (!unmap_last_chunk()) {
+            return DRIVER_ERROR;
+        }
+    }
+    return orphans_.empty() ? OK : DRIVER_ERROR;
+}
+
+} // namespace gcp

@@ -1,0 +1,212 @@
+// The sim driver is a driver over sim_primitives (testing/sim.h): its device memory, streams and
+// parameters here.
+
+#include "sim.h"
+
+#include "../support/log.h"
+
+#include <new>
+#include <sys/mman.h>
+
+namespace gcp {
+
+namespace {
+
+constexpr size_t PAGE                = 4096; // mprotect works on whole host pages
+constexpr size_t DEFAULT_CAPACITY    = 8 * GiB;
+constexpr size_t DEFAULT_GRANULARITY = 2 * MiB; // the CUDA driver's recommended granularity
+
+} // namespace
+
+void * sim_map_pages(size_t size, int prot) {
+    void * p = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+}
+
+ggml_cpool_sim_params sim_primitives::defaults() {
+    ggml_cpool_sim_params p = {};
+    p.capacity              = DEFAULT_CAPACITY;
+    p.device_count          = 1;
+    p.platform              = GGML_CPOOL_PLATFORM_CUDA;
+    p.granularity           = DEFAULT_GRANULARITY;
+    p.vmm_supported         = 1;
+    p.async_supported       = 1;
+    return p;
+}
+
+status sim_primitives::check(const ggml_cpool_sim_params & sim) {
+    // a granularity above the largest request would overflow the rounding of a VMM range
+    if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
+        sim.granularity == 0 || sim.granularity % PAGE != 0 || sim.granularity > MAX_REQUEST ||
+        (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
+        GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
+                      "of %zu up to %zu, platform %d)",
+                      sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, PAGE, MAX_REQUEST,
+                      raw_enum(sim.platform));
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) : params_(params) {
+    devices_.reserve(size_t(params.device_count));
+    for (int i = 0; i < params.device_count; i++) {
+        devices_.emplace_back(params.capacity);
+    }
+}
+
+sim_primitives::~sim_primitives() {
+    // whatever the pools failed to give back is reported by outstanding(); the host pages go anyway
+    for (device_state & d : devices_) {
+        for (auto & a : d.allocs) {
+            munmap(a.first, a.second.size);
+        }
+        for (auto & r : d.reservations) {
+            munmap(reinterpret_cast<void *>(r.first), r.second);
+        }
+        for (auto & g : d.graph_allocs) {
+            munmap(g.first, g.second.size);
+        }
+    }
+}
+
+status sim_primitives::malloc(int device, size_t size, void ** ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || size == 0) {
+        return INVALID_ARGUMENT;
+    }
+    return sim_host_memory([&] {
+        device_state & d      = devices_[size_t(device)];
+        size_t         bytes  = round_up(size, ALIGNMENT);
+        size_t         offset = 0;
+        if (!d.arena.take(bytes, &offset)) {
+            // as the CUDA driver does (measured on an H200): a cudaMalloc that finds the device
+            // full takes the stream-ordered pool's unused memory whose frees have landed
+            d.mempool->trim(d.arena, 0);
+            if (!d.arena.take(bytes, &offset)) {
+                return OUT_OF_MEMORY;
+            }
+        }
+        void * p = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
+        if (p == nullptr) {
+            d.arena.give(offset, bytes);
+            return OUT_OF_MEMORY;
+        }
+        try {
+            d.allocs.emplace(p, block{ offset, bytes });
+        } catch (...) {
+            munmap(p, bytes);
+            d.arena.give(offset, bytes);
+            throw;
+        }
+        *ptr = p;
+        return OK;
+    });
+}
+
+status sim_primitives::free(int device, void * ptr) {
+    return with_device(device, [&](device_state & d) {
+        auto it = d.allocs.find(ptr);
+        if (it == d.allocs.end()) {
+            return INVALID_ARGUMENT;
+        }
+        munmap(ptr, it->second.size); // later use of the pointer faults, as on a device
+        d.arena.give(it->second.offset, it->second.size);
+        d.allocs.erase(it);
+        return OK;
+    });
+}
+
+status sim_primitives::synchronize(int device) {
+    return with_device(device, [&](device_state & d) {
+        // host work is already complete; the stream-ordered pool sees its frees and may release
+        d.mempool->synchronize(d.arena);
+        return OK;
+    });
+}
+
+sim_primitives::device_state::stream_state * sim_primitives::find_stream(int device, stream_t stream) {
+    if (!valid(device)) {
+        return nullptr;
+    }
+    auto it = devices_[size_t(device)].streams.find(stream);
+    return it == devices_[size_t(device)].streams.end() ? nullptr : &it->second;
+}
+
+status sim_primitives::stream_create(int device, stream_t * stream) {
+    return with_device(device, [&](device_state & d) {
+        return sim_host_memory([&] {
+            stream_t s = reinterpret_cast<stream_t>(next_stream_++);
+            d.streams.emplace(s, device_state::stream_state{});
+            *stream = s;
+            return OK;
+        });
+    });
+}
+
+status sim_primitives::stream_capturing(int device, stream_t stream, bool * capturing) {
+    std::lock_guard<std::mutex>  lock(mutex_);
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
+        return INVALID_ARGUMENT;
+    }
+    *capturing = s->capturing;
+    return OK;
+}
+
+status sim_primitives::set_capturing(int device, stream_t stream, bool capturing) {
+    std::lock_guard<std::mutex>  lock(mutex_);
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
+        return INVALID_ARGUMENT;
+    }
+    s->capturing = capturing;
+    return OK;
+}
+
+uint64_t sim_primitives::stream_calls(int device, stream_t stream) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device)) {
+        return 0;
+    }
+    auto it = devices_[size_t(device)].streams.find(stream);
+    return it == devices_[size_t(device)].streams.end() ? 0 : it->second.calls;
+}
+
+status sim_primitives::stream_destroy(int device, stream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!valid(device) || stream == nullptr || devices_[size_t(device)].streams.erase(stream) == 0) {
+        return INVALID_ARGUMENT;
+    }
+    return OK;
+}
+
+status sim_primitives::stream_synchronize(int device, stream_t stream) {
+    std::lock_guard<std::mutex>  lock(mutex_);
+    device_state::stream_state * s = find_stream(device, stream);
+    if (s == nullptr) {
+        return INVALID_ARGUMENT;
+    }
+    s->calls++;
+    // host work is complete; the stream-ordered pool (where there is one) sees its frees
+    device_state & d = devices_[size_t(device)];
+    d.mempool->synchronize(d.arena);
+    return OK;
+}
+
+size_t sim_primitives::outstanding() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t                      n = 0;
+    for (const device_state & d : devices_) {
+        n += d.allocs.size() + d.handles.size() + d.reservations.size() + d.mappings.size() + d.mempool->blocks() +
+             d.graph_allocs.size();
+    }
+    return n;
+}
+
+size_t sim_primitives::used(int device) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return valid(device) ? devices_[size_t(device)].arena.used() : 0;
+}
+
+} // namespace gcp

@@ -1,0 +1,369 @@
+#include "trace.h"
+
+#include "../support/env.h"
+#include "../support/log.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace gcp::trace {
+
+std::atomic<unsigned> g_mode{ 0 };
+
+namespace {
+
+// the writer's buffer goes to the file when it holds this much: few writes, bounded memory
+constexpr size_t FLUSH_AT = size_t(1) << 20;
+// no line is longer: 14 fields of at most 20 digits or a name
+constexpr size_t MAX_LINE = 512;
+
+// appends one field and its separator (the last field's is a newline)
+class line {
+  public:
+    void u64(uint64_t v) {
+        if (v == NO) {
+            str(trace_format::NONE);
+            return;
+        }
+        char   digits[20];
+        size_t n = 0;
+        do {
+            digits[n++] = char('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        while (n > 0) {
+            put(digits[--n]);
+        }
+        put(' ');
+    }
+    void hex(uint64_t v) {
+        if (v == NO) {
+            str(trace_format::NONE);
+            return;
+        }
+        static const char XDIGITS[] = "0123456789abcdef";
+        put('0');
+        put('x');
+        int shift = 60;
+        while (shift > 0 && ((v >> shift) & 0xf) == 0) {
+            shift -= 4;
+        }
+        for (; shift >= 0; shift -= 4) {
+            put(XDIGITS[(v >> shift) & 0xf]);
+        }
+        put(' ');
+    }
+    void str(const char * s) {
+        while (*s) {
+            put(*s++);
+        }
+        put(' ');
+    }
+    void         i32(int v) { v < 0 ? str(trace_format::NONE) : u64(uint64_t(v)); }
+    // the line, with its last separator made a newline
+    const char * end(size_t * n) {
+        text_[len_ - 1] = '\n';
+        *n              = len_;
+        return text_;
+    }
+
+  private:
+    void put(char c) {
+        if (len_ < MAX_LINE) {
+            text_[len_++] = c;
+        }
+    }
+    char   text_[MAX_LINE];
+    size_t len_ = 0;
+};
+
+class tracer {
+  public:
+    static tracer & instance() {
+        static tracer t;
+        return t;
+    }
+    ~tracer() { // at exit: whatever is buffered reaches the file
+        std::lock_guard<std::mutex> lock(mutex_);
+        close_locked();
+    }
+
+    // origin: the variable the path came from, or ""
+    status start(const char * path, const char * origin) {
+        const int err = open(path); // logged outside the lock: a log callback may call the module
+        if (err != 0) {
+            GCP_LOG_ERROR("%s%s%s: cannot open the trace file for writing (%s)", origin, *origin ? "=" : "", path,
+                          strerror(err));
+            return INVALID_ARGUMENT;
+        }
+        GCP_LOG_INFO("tracing every pool call to %s", path);
+        return OK;
+    }
+
+    status stop() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return close_locked();
+    }
+
+    void pool_call(const pool & p, const call & c) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (file_ == nullptr) {
+            return;
+        }
+        const tag & t = tag_of(p);
+        write(t.ctx, p.device(), t.slot, &p, c);
+    }
+
+    void ctx_call(const void * ctx, const call & c) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (file_ == nullptr) {
+            return;
+        }
+        write(ctx ? ctx_id(ctx) : NO, -1, -1, nullptr, c);
+    }
+
+    void get_pool(const void * ctx, int device, int slot, const pool * p, const call & c) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (file_ == nullptr) {
+            return;
+        }
+        const uint64_t id = ctx_id(ctx);
+        if (p != nullptr) {
+            pools_[p]  = { id, slot };
+            last_pool_ = nullptr;
+        }
+        write(id, device, slot, p, c);
+    }
+
+    uint64_t context_id(const void * ctx) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return ctx_id(ctx);
+    }
+
+    void ctx_free(uint64_t id, const call & c) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (file_ == nullptr) {
+            return;
+        }
+        write(id, -1, -1, nullptr, c);
+        for (auto it = ctxs_.begin(); it != ctxs_.end();) {
+            it = it->second == id ? ctxs_.erase(it) : std::next(it);
+        }
+        for (auto it = pools_.begin(); it != pools_.end();) {
+            it = it->second.ctx == id ? pools_.erase(it) : std::next(it);
+        }
+        last_pool_ = nullptr;
+        flush_locked();
+    }
+
+  private:
+    struct tag {
+        uint64_t ctx;
+        int      slot;
+    };
+
+    // 0, or the errno of a file that cannot be opened
+    int open(const char * path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        close_locked();
+        file_ = fopen(path, "w");
+        if (file_ == nullptr) {
+            return errno;
+        }
+        path_ = path;
+        buf_.clear();
+        buf_.reserve(FLUSH_AT + MAX_LINE);
+        ctxs_.clear();
+        pools_.clear();
+        last_pool_ = nullptr;
+        next_ctx_  = 1;
+        t_start_   = now_ns();
+        char head[128];
+        int  n = snprintf(head, sizeof(head), "%s %d\n%s\n", trace_format::MAGIC, trace_format::VERSION,
+                          trace_format::COLUMNS);
+        buf_.insert(buf_.end(), head, head + n);
+        g_mode.fetch_or(RECORDING, std::memory_order_relaxed);
+        return 0;
+    }
+
+    uint64_t ctx_id(const void * ctx) {
+        auto it = ctxs_.find(ctx);
+        return it != ctxs_.end() ? it->second : (ctxs_[ctx] = next_ctx_++);
+    }
+
+    // the pool's context and slot; a pool created before the trace started is given a context
+    // of its own and announced by a get_pool line, so that a reader knows its device and kind
+    const tag & tag_of(const pool & p) {
+        if (last_pool_ == &p) {
+            return last_tag_;
+        }
+        auto it = pools_.find(&p);
+        if (it == pools_.end()) {
+            it = pools_.emplace(&p, tag{ next_ctx_++, 0 }).first;
+            call made{ op::get_pool, OK, now_ns(), 0, 0 };
+            write(it->second.ctx, p.device(), 0, &p, made);
+        }
+        last_pool_ = &p;
+        last_tag_  = it->second;
+        return last_tag_;
+    }
+
+    // one line (trace-format.h's columns); p: the pool the call concerns, or null for a context's
+    void write(uint64_t ctx, int device, int slot, const pool * p, const call & c) {
+        line l;
+        l.u64(c.t0 > t_start_ ? c.t0 - t_start_ : 0);
+        l.u64(ctx);
+        l.i32(device);
+        l.i32(slot);
+        l.hex(p ? uint64_t(reinterpret_cast<uintptr_t>(p->stream())) : NO);
+        l.str(trace_format::op_name(c.o));
+        l.u64(c.size);
+        if (c.o == op::get_pool) { // the kind in effect, in the flags column
+            l.str(p ? kind_name(p->kind()) : trace_format::NONE);
+        } else {
+            l.u64(c.flags);
+        }
+        l.str(status_name(c.st));
+        l.u64(c.actual);
+        l.hex(c.ptr);
+        l.u64(c.drv);
+        l.u64(p ? uint64_t(p->stats().reserved_bytes) : NO);
+        l.u64(c.ns);
+        size_t       n    = 0;
+        const char * text = l.end(&n);
+        buf_.insert(buf_.end(), text, text + n);
+        if (buf_.size() >= FLUSH_AT) {
+            flush_locked();
+        }
+    }
+
+    // a write that fails ends the trace with one log line; the pools carry on
+    void flush_locked() {
+        if (file_ == nullptr || buf_.empty()) {
+            return;
+        }
+        if (fwrite(buf_.data(), 1, buf_.size(), file_) != buf_.size() || fflush(file_) != 0) {
+            GCP_LOG_ERROR("trace %s: write failed (%s); tracing stops", path_.c_str(), strerror(errno));
+            fclose(file_);
+            file_ = nullptr;
+            g_mode.fetch_and(~RECORDING, std::memory_order_relaxed);
+        }
+        buf_.clear();
+    }
+
+    status close_locked() {
+        if (file_ == nullptr) {
+            return OK;
+        }
+        flush_locked();
+        if (file_ == nullptr) {
+            return DRIVER_ERROR; // the write failed and said so
+        }
+        g_mode.fetch_and(~RECORDING, std::memory_order_relaxed);
+        status st = fclose(file_) == 0 ? OK : DRIVER_ERROR;
+        file_     = nullptr;
+        return st;
+    }
+
+    std::mutex                                 mutex_;
+    FILE *                                     file_ = nullptr;
+    std::string                                path_;
+    std::vector<char>                          buf_;
+    uint64_t                                   t_start_  = 0;
+    uint64_t                                   next_ctx_ = 1;
+    std::unordered_map<const void *, uint64_t> ctxs_; // handle -> id
+    std::unordered_map<const pool *, tag>      pools_;
+    const pool *                               last_pool_ = nullptr; // consecutive calls mostly name one pool
+    tag                                        last_tag_{};
+};
+
+} // namespace
+
+uint64_t now_ns() {
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+status init_from_env() {
+    struct outcome {
+        status      st = OK;
+        std::string what; // the variable and value refused
+    };
+    static const outcome once = [] {
+        outcome r;
+        bool    timing = false;
+        r.st           = env_timing(&timing);
+        if (r.st != OK) {
+            r.what = std::string(option_name(GGML_CPOOL_OPTION_TIMING)) + "=" + option_text(GGML_CPOOL_OPTION_TIMING);
+            return r;
+        }
+        if (timing) {
+            set_timing(true);
+        }
+        option_value file;
+        r.st = read_option(GGML_CPOOL_OPTION_TRACE, &file);
+        if (r.st == OK && file.set && !recording()) {
+            r.st = tracer::instance().start(file.path, option_name(GGML_CPOOL_OPTION_TRACE));
+        }
+        if (r.st != OK) {
+            r.what = std::string(option_name(GGML_CPOOL_OPTION_TRACE)) + "=" + option_text(GGML_CPOOL_OPTION_TRACE);
+        }
+        return r;
+    }();
+    static std::atomic<bool> first{ true };
+    if (once.st != OK && !first.exchange(false)) {
+        // the reading logged why; later creations say it again in one line
+        GCP_LOG_ERROR("%s was refused at the first context creation (read once)", once.what.c_str());
+    }
+    return once.st;
+}
+
+status start(const char * path) {
+    if (path == nullptr || *path == '\0') {
+        GCP_LOG_ERROR("ggml_cpool_trace_start: no path given");
+        return INVALID_ARGUMENT;
+    }
+    return tracer::instance().start(path, "");
+}
+
+status stop() {
+    return tracer::instance().stop();
+}
+
+void set_timing(bool on) {
+    if (on) {
+        g_mode.fetch_or(TIMING, std::memory_order_relaxed);
+    } else {
+        g_mode.fetch_and(~TIMING, std::memory_order_relaxed);
+    }
+}
+
+void record(const pool & p, const call & c) {
+    tracer::instance().pool_call(p, c);
+}
+
+void record(const void * ctx, const call & c) {
+    tracer::instance().ctx_call(ctx, c);
+}
+
+void record_get_pool(const void * ctx, int device, int slot, const pool * p, const call & c) {
+    tracer::instance().get_pool(ctx, device, slot, p, c);
+}
+
+uint64_t context_id(const void * ctx) {
+    return tracer::instance().context_id(ctx);
+}
+
+void record_ctx_free(uint64_t id, const call & c) {
+    tracer::instance().ctx_free(id, c);
+}
+
+} // namespace gcp::trace
