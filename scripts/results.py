@@ -60,6 +60,7 @@ def tables(files, write):
             with open(os.path.join(source.ROOT, path), "w") as f:
                 f.write(new)
     if not files:
+        problems += [f"{path}: no {missing} beside it" for path, missing in source.unpaired()]
         path = os.path.join(source.ROOT, LISTING)
         old = open(path).read() if os.path.exists(path) else None
         if old != listing():
