@@ -5,6 +5,7 @@ several sessions takes every session holding its family, oldest first; a table o
 takes the newest. A new session is its tarball and its JSON file; a new table, a function of its
 family's file and one entry here."""
 
+import collections
 import functools
 
 from . import benchmarks, headline, longctx, pressure, rounds, rpc, runs, serve, source, speculative, speed, text
@@ -81,9 +82,8 @@ SERVE_FILES = (f"{at('faults')}: completion-KIND-CASE.*" + (", " if at("faults")
                                                            f"; {at('serve')}: ") + "serve-*")
 
 
-class Table:
-    def __init__(self, name, what, sources, render):
-        self.name, self.what, self.sources, self.render = name, what, sources, render
+# what: a sentence of the listing; sources: the files it comes from; render: () -> the Markdown
+Table = collections.namedtuple("Table", "name what sources render")
 
 
 TABLES = (

@@ -44,6 +44,10 @@ class Folder:
             return default
         return self._read(name).decode(errors="replace")
 
+    def json_lines(self, name):
+        """the JSON value of each line of the file ([] where there is no such file)"""
+        return [json.loads(line) for line in self.text(name, "").splitlines() if line.strip()]
+
     def match(self, pattern):
         """[(name, match)] of the files whose whole name the pattern matches, in name order"""
         found = ((name, re.fullmatch(pattern, name)) for name in self._names)
