@@ -11,6 +11,8 @@
 
 A generated block is a table in README.md or docs/*.md between `<!-- generated: NAME -->` and
 `<!-- /generated -->`; FILE... (default: every such file) are the files tables and check read.
+A GPU session is its tarball, docs/results/h200-COMMIT.tar.xz, and h200-COMMIT.json beside it,
+which names the table families it holds (scripts/results/source.py); adding one edits no code.
 """
 import argparse
 import os
