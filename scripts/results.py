@@ -11,6 +11,8 @@
 
 A generated block is a table in README.md or docs/*.md between `<!-- generated: NAME -->` and
 `<!-- /generated -->`; FILE... (default: every such file) are the files tables and check read.
+A GPU session is its tarball, docs/results/h200-COMMIT.tar.xz, and h200-COMMIT.json beside it,
+which names the table families it holds (scripts/results/source.py); adding one edits no code.
 """
 import argparse
 import os
@@ -60,6 +62,7 @@ def tables(files, write):
             with open(os.path.join(source.ROOT, path), "w") as f:
                 f.write(new)
     if not files:
+        problems += [f"{path}: no {missing} beside it" for path, missing in source.unpaired()]
         path = os.path.join(source.ROOT, LISTING)
         old = open(path).read() if os.path.exists(path) else None
         if old != listing():

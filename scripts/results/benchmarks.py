@@ -36,11 +36,11 @@ def bench_async(folder):
     return markdown.table([""] + [name for _, name in ASYNC_COLUMNS], rows)
 
 
-def bench_hit(root=source.ROOT):
+def bench_hit():
     """median CPU ns per alloc + free pair by kind and cached buffers, and the ratio to the
     ggml-style pool at the same depth; a / between runs (files in their date order)"""
     texts = []
-    for path in sorted(glob.glob(os.path.join(root, source.RESULTS, "bench-hit-*.json"))):
+    for path in sorted(glob.glob(os.path.join(source.ROOT, source.RESULTS, "bench-hit-*.json"))):
         with open(path) as f:
             texts.append(f.read())
     runs = sorted((json.loads(t)["context"]["date"], medians(t, "cpu_time")) for t in texts)

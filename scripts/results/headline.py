@@ -16,7 +16,7 @@ def speed_cells(bench):
     keys = sorted(tests, key=lambda k: k[3])
     out = {}
     for config in ROWS:
-        found = [tests[k].intervals().get(config) for k in (keys[0], keys[-1])] if keys else []
+        found = [tests[k].intervals.get(config) for k in (keys[0], keys[-1])] if keys else []
         if all(found) and found:
             out[config] = " / ".join(markdown.interval(*f) for f in found)
     return out

@@ -43,6 +43,11 @@ def total(kvs, key):
     return sum(float(kv.get(key, 0)) for kv in kvs)
 
 
+def failed_computes(text):
+    """computes that returned GGML_STATUS_ALLOC_FAILED, every context's graphs line summed"""
+    return sum(int(kv.get("failed", 0)) for kvs in by_context(text, GRAPHS).values() for kv in kvs)
+
+
 def graph_counts(text):
     """the CUDA graph counts of every context summed, and the pools' synchronizes (syncs)"""
     total = defaultdict(int)

@@ -40,10 +40,8 @@ def aborted(log):
     if not (error or where):
         checked = checked_in_backtrace(log)
         return f"CUDA error in `{checked}` (from the backtrace)" if checked else None
-    if error or where:
-        what = error.group(1).strip() if error else "CUDA error"
-        return f"{what} in `{where.group(1)}`" if where else what
-    return None
+    what = error.group(1).strip() if error else "CUDA error"
+    return f"{what} in `{where.group(1)}`" if where else what
 
 
 def checked_in_backtrace(log):

@@ -4,7 +4,6 @@ configuration unconstrained on a workload (longctx-WORKLOAD-TAG.*: .log with the
 or llama-bench's JSON), and the lowest H of the budget sweep that completes (longctx-WORKLOAD-
 TAG-hH.*, S in longctx-WORKLOAD-fixed.txt). A tag is the configuration with ':' as '-'."""
 
-import json
 import re
 
 from . import lines, logs, markdown
@@ -34,9 +33,8 @@ def run_order(config):
 def speed(folder, tag):
     """t/s: llama-bench's average where the run was llama-bench's, else llama-completion's
     generation rate"""
-    text = folder.text(tag + ".txt", "")
-    if text.lstrip().startswith("{"):
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if folder.text(tag + ".txt", "").lstrip().startswith("{"):
+        rows = folder.json_lines(tag + ".txt")
         return rows[-1].get("avg_ts") if rows else None
     return logs.generation_rate(folder.text(tag + ".log", ""))
 

@@ -6,7 +6,6 @@ one llama-bench run, or one configuration's share of a rotating round (scripts/r
 Rounds of several sessions pool with their rounds renumbered, each session's after the previous
 one's, so a round keeps its configurations together and rounds of different sessions never pair."""
 
-import json
 import math
 from collections import defaultdict
 
@@ -19,10 +18,6 @@ POSITION = "process_position"
 
 def test_name(t):
     return f"pp{t['n_prompt']}" if t["n_prompt"] else f"tg{t['n_gen']}"
-
-
-def read_tests(text):
-    return [json.loads(line) for line in (text or "").splitlines() if line.strip()]
 
 
 class Layout:
@@ -48,7 +43,7 @@ def placed_tests(folder, name, config, rnd, tests, layout):
     if config not in layout.configs:
         raise ValueError(f"{folder.label}/{name}: {config} is not in the layout's configurations")
     unsplit = "rotate/" + name.replace(f"-{config}-r", "-r")
-    raw = read_tests(folder.text(unsplit)) if folder.has(unsplit) else None
+    raw = folder.json_lines(unsplit) if folder.has(unsplit) else None
     out, seen = [], set()
     for t in tests:
         if t["n_depth"] not in layout.depths:
@@ -91,7 +86,7 @@ def read(folder, layout=None):
         model, kv, config, rnd = m.group(1), m.group(2), m.group(3), int(m.group(4))
         stats = folder.text(name[:-len(".jsonl")] + ".stats")
         bench.graphs[(model, kv)][config].append(lines.graph_counts(stats))
-        tests = read_tests(folder.text(name))
+        tests = folder.json_lines(name)
         if layout is not None and not all(POSITION in t for t in tests):
             tests = placed_tests(folder, name, config, rnd, tests, layout)
         for t in tests:

@@ -4,12 +4,11 @@ first call; rpc-TAG.mem: each server's device memory after each client) and five
 completion-rpc-TAG-K.txt for K = 1, 2 (both servers), 5 (server 0 alone), 4 the client whose
 second server was killed; rpc-TAG-bench-rR.jsonl llama-bench pp512 and tg128, R the round."""
 
-import json
 import re
 import statistics
 from collections import defaultdict
 
-from . import lines, markdown, stats
+from . import lines, markdown, rounds, stats
 from .runs import md5
 
 CLIENTS = (1, 2, 5)
@@ -85,11 +84,8 @@ def speed(folder):
     its min-max, and the ratio of medians to ggml's"""
     samples = defaultdict(list)
     for name, m in folder.match(r"rpc-(.+)-bench-r\d+\.jsonl"):
-        for line in folder.text(name).splitlines():
-            if line.strip():
-                row = json.loads(line)
-                test = f"pp{row['n_prompt']}" if row["n_prompt"] else f"tg{row['n_gen']}"
-                samples[(m.group(1), test)] += row["samples_ts"]
+        for row in folder.json_lines(name):
+            samples[(m.group(1), rounds.test_name(row))] += row["samples_ts"]
     tests = sorted({t for _, t in samples}, reverse=True)
     rows = []
     for c in configs(folder):

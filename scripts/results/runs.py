@@ -64,12 +64,12 @@ def faults(folder):
     return markdown.table(["kind", "case", "run", "text", "first recovery line"], rows) if rows else ""
 
 
-def ops_row(folder, label, config):
+def ops_row(folder, config):
     text, log = folder.text(f"ops-{config}.txt"), folder.text(f"ops-{config}.log", "")
     passed = re.search(r"(\d+)/(\d+) tests passed", text)
     counts = re.search(r"OK (\d+) FAIL (\d+)", text)
     rc = re.search(r"exit (\d+)\s*$", log[-200:])
-    return [label, config, f"{passed.group(1)}/{passed.group(2)}" if passed else "did not finish",
+    return [folder.label, config, f"{passed.group(1)}/{passed.group(2)}" if passed else "did not finish",
             counts.group(2) if counts else "?", rc.group(1) if rc else "?"]
 
 
@@ -78,7 +78,7 @@ def ops(folders):
     rows = []
     for folder in folders:
         configs = [m.group(1) for _, m in folder.match(r"ops-(.+)\.txt")]
-        rows += [ops_row(folder, folder.label, c) for c in stats.kind_order(configs)]
+        rows += [ops_row(folder, c) for c in stats.kind_order(configs)]
     return markdown.table(["session", "configuration", "tests passed", "FAIL", "exit"], rows)
 
 
@@ -90,8 +90,7 @@ def memcheck_oom(folder):
         log, out = folder.text(name), folder.text(name[:-len(".log")] + ".txt", "")
         errors = re.search(r"ERROR SUMMARY: (\d+ errors?)", out)
         leaked = re.search(r"LEAK SUMMARY: (.+)", out)
-        failed = sum(int(kv.get("failed", 0)) for kvs in lines.by_context(
-            folder.text(name[:-len(".log")] + ".stats", ""), lines.GRAPHS).values() for kv in kvs)
+        failed = lines.failed_computes(folder.text(name[:-len(".log")] + ".stats", ""))
         rows.append([m.group(1), m.group(2), str(failed), errors.group(1) if errors else "?",
                      leaked.group(1).strip() if leaked else "?", f"exit {logs.exit_status(log)}"])
     return markdown.table(["kind", "CUDA graphs", "computes failed", "memcheck", "leaks", "llama-completion"], rows)

@@ -9,7 +9,6 @@ random weights some completions' text "does not match the expected Content-only 
 model computed it, so it counts as served); a compute error ("Compute error.", the batch's compute
 failed); or lost (no answer: the connection refused or reset)."""
 
-import json
 import re
 
 from . import lines, logs, markdown, stats
@@ -32,7 +31,7 @@ def spikes(folder):
 
 def records(folder, tag, case):
     """(the requests' records, the client's summary); None where the run did not finish"""
-    rows = [json.loads(line) for line in folder.text(f"serve-{tag}-{case}.jsonl", "").splitlines() if line.strip()]
+    rows = folder.json_lines(f"serve-{tag}-{case}.jsonl")
     if not rows or not rows[-1].get("summary"):
         return None
     return rows[:-1], rows[-1]
@@ -60,12 +59,6 @@ def counts(reqs, phase):
 def pools(folder, tag, case):
     """the pools' lines of the server"""
     return lines.pool_lines(folder.text(f"serve-{tag}-{case}.stats", ""))
-
-
-def failed_computes(folder, tag, case):
-    """computes that returned GGML_STATUS_ALLOC_FAILED, from the graphs lines"""
-    text = folder.text(f"serve-{tag}-{case}.stats", "")
-    return sum(int(kv.get("failed", 0)) for kvs in lines.by_context(text, lines.GRAPHS).values() for kv in kvs)
 
 
 def pair_ns(kvs):
@@ -121,7 +114,7 @@ def trouble_rows(folder, case, label=""):
             tag, served(before), f"{during['served']} / {during['compute']} / {during['lost']}",
             "alive" if s["alive_after"] else "**dead**", served(after),
             f"{server_mib(folder, tag, case) if s['alive_after'] else '-'} ({server_mib(folder, tag, 'free')})",
-            str(failed_computes(folder, tag, case)), why or ""])
+            str(lines.failed_computes(folder.text(f"serve-{tag}-{case}.stats", ""))), why or ""])
     return rows
 
 

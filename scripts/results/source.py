@@ -1,8 +1,21 @@
-"""A results folder, read in place: a directory (scripts/llama.sh's results), or a session's
+"""A results folder, read in place: a directory (scripts/llama.sh's results), or a GPU session's
 tarball, docs/results/h200-<commit>.tar.xz, never unpacked. A file's name is its path inside the
-folder, '/'-separated, without a leading './' (the tarballs differ there)."""
+folder, '/'-separated, without a leading './' (the tarballs differ there).
 
+Beside each tarball, h200-<commit>.json says what the session holds:
+
+    {"date": "2026-12-02T09:51:12+00:00", "families": ["speed", "greedy"],
+     "layout": {"configs": ["ggml", "legacy"], "depths": [0, 4096, 32768]}, "note": "..."}
+
+date: the commit's (git log -1 --format=%cI COMMIT), which orders the sessions; families: the table
+families whose files it holds (scripts/results/registry.py's FAMILIES), none for files no table
+reads; layout (optional): the order llama.sh ran its rotating rounds in, for rounds split before
+each test kept its place; note (optional): what a reader should know, read by no code."""
+
+import datetime
 import functools
+import glob
+import json
 import os
 import re
 import tarfile
@@ -31,16 +44,14 @@ class Folder:
             return default
         return self._read(name).decode(errors="replace")
 
+    def json_lines(self, name):
+        """the JSON value of each line of the file ([] where there is no such file)"""
+        return [json.loads(line) for line in self.text(name, "").splitlines() if line.strip()]
+
     def match(self, pattern):
         """[(name, match)] of the files whose whole name the pattern matches, in name order"""
         found = ((name, re.fullmatch(pattern, name)) for name in self._names)
         return [(name, m) for name, m in found if m]
-
-
-def normal(name):
-    while name.startswith("./"):
-        name = name[2:]
-    return name
 
 
 def directory(path, label):
@@ -60,7 +71,7 @@ def tarball(path, label):
     with tarfile.open(path, "r:*") as tar:
         for member in tar:
             if member.isfile():
-                files[normal(member.name)] = tar.extractfile(member).read()
+                files[re.sub(r"^(?:\./)+", "", member.name)] = tar.extractfile(member).read()
     return Folder(label, files, files.__getitem__)
 
 
@@ -71,10 +82,34 @@ def open_folder(path, label=None):
     return directory(path, label) if os.path.isdir(path) else tarball(path, label)
 
 
-def session(commit, root=ROOT):
+def session(commit):
     """the GPU session of that commit: docs/results/h200-<commit>.tar.xz, labelled by its commit"""
-    return open_folder(os.path.join(root, RESULTS, f"h200-{commit}.tar.xz"), commit)
+    return open_folder(os.path.join(ROOT, RESULTS, f"h200-{commit}.tar.xz"), commit)
 
 
-def sessions(*commits):
-    return [session(c) for c in commits]
+class Declared:
+    """a session's JSON: commit, date, families, layout ({"configs": [...], "depths": [...]} or None)"""
+
+    def __init__(self, path):
+        self.path = os.path.relpath(path, ROOT)
+        self.commit = os.path.basename(path)[len("h200-"):-len(".json")]
+        try:
+            with open(path) as f:
+                data = json.load(f)
+            self.date, self.families, self.layout = data["date"], data["families"], data.get("layout")
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"{self.path}: not a session's JSON ({e!r})") from None
+
+
+def declared():
+    """every session's JSON under docs/results, in date order"""
+    found = [Declared(p) for p in glob.glob(os.path.join(ROOT, RESULTS, "h200-*.json"))]
+    return sorted(found, key=lambda d: (datetime.datetime.fromisoformat(d.date), d.commit))
+
+
+def unpaired():
+    """[(file, the file missing beside it)]: a tarball without its JSON, a JSON without its tarball"""
+    names = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, RESULTS, "h200-*"))}
+    pairs = [(".tar.xz", ".json"), (".json", ".tar.xz")]
+    return sorted((os.path.join(RESULTS, n), n[:-len(have)] + want) for n in names for have, want in pairs
+                  if n.endswith(have) and n[:-len(have)] + want not in names)

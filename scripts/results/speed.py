@@ -2,6 +2,7 @@
 same with each sample's place in its process taken out (pooled, and per session), and the CUDA
 graph counts per run."""
 
+import functools
 import statistics
 
 from . import markdown, rounds, stats
@@ -36,8 +37,10 @@ def rotating(bench):
     return markdown.table([KEY_NAMES[i] for i in shown] + [f"{BASELINE} t/s (spread)"] + configs, rows)
 
 
+@functools.lru_cache(maxsize=None)
 def placed(bench):
-    """{key: stats.Placed} of the tests whose rounds carry their places"""
+    """{key: stats.Placed} of the tests whose rounds carry their places (once a Bench: their
+    intervals are drawn once)"""
     out = {key: stats.Placed(bench.runs[key], bench.places[key]) for key in bench.places}
     return {key: p for key, p in sorted(out.items(), key=lambda kv: rounds.key_order(kv[0])) if p.usable()}
 
@@ -48,7 +51,7 @@ def places(bench):
     shown = key_columns(list(tests), (1, 3))
     rows = []
     for key, p in tests.items():
-        intervals, (_, level) = p.intervals(), p.ratios()
+        intervals, (_, level) = p.intervals, p.ratios()
         rows.append([str(key[i]) for i in shown] + [f"{level:.3f}"] +
                     [markdown.interval(*intervals[c]) if c in intervals else "" for c in configs])
     return markdown.table([KEY_NAMES[i] for i in shown] + [f"{BASELINE} level"] + configs, rows)

@@ -122,6 +122,7 @@ class Placed:
         m = self.medians(self.rounds if pick is None else pick)
         return {c: m[c] / m[BASELINE] for c in self.configs if c != BASELINE}, m[BASELINE]
 
+    @functools.cached_property
     def intervals(self):
         """{config: (ratio, low, high)}, rounds resampled as ratio_interval does"""
         draws = [self.ratios(pick)[0] for pick in resamples(self.rounds)]

@@ -34,15 +34,15 @@ def tidy(text):
     return "".join(line.rstrip() + "\n" for line in text.rstrip("\n").splitlines())
 
 
-def write_sim(name, text, timed=True, root=source.ROOT):
+def write_sim(name, text, timed=True):
     """docs/results/sim/NAME.txt from a tool's output"""
-    os.makedirs(os.path.join(root, SIM), exist_ok=True)
-    with open(os.path.join(root, SIM, name + ".txt"), "w") as f:
+    os.makedirs(os.path.join(source.ROOT, SIM), exist_ok=True)
+    with open(os.path.join(source.ROOT, SIM, name + ".txt"), "w") as f:
         f.write(tidy(text if timed else untimed(text)))
 
 
-def sim(name, root=source.ROOT):
-    with open(os.path.join(root, SIM, name + ".txt")) as f:
+def sim(name):
+    with open(os.path.join(source.ROOT, SIM, name + ".txt")) as f:
         return markdown.code(f.read())
 
 
