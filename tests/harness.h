@@ -3,6 +3,7 @@
 // (the cuda one reports why it is unavailable, so its tests skip with that reason), and the
 // invariants every pool keeps.
 
+#include "../ggml-cuda/pools/reuse-cache.h"
 #include "ggml-cuda-pool-testing.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,10 @@ namespace harness {
 
 constexpr size_t KiB = size_t(1) << 10;
 constexpr size_t MiB = size_t(1) << 20;
+// the async pool's reuse cache: its bounds, and a buffer too large for it, which goes straight
+// back to the device's stream-ordered pool when freed
+using reuse_cache               = gcp::reuse_cache;
+constexpr size_t ASYNC_UNCACHED = reuse_cache::MAX_BUFFER + MiB;
 
 // collects every log line while alive
 class log_capture {

@@ -26,7 +26,7 @@ TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {
     sim_device          sim(sim_params(64 * MiB));
     ggml_cpool_driver_t fault = fault_over(sim.drv, "fail=free_async:1");
     ggml_cpool_ctx_t    ctx   = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
-    buf                 a     = alloc(pool_of(ctx), 8 * MiB);
+    buf                 a     = alloc(pool_of(ctx), ASYNC_UNCACHED);
     log_capture         log;
     release(pool_of(ctx), a); // the driver refuses: the pool keeps it
     EXPECT_EQ(log.count("async free of .* failed .*kept, to retry"), 1u);

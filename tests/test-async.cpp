@@ -31,13 +31,13 @@ TEST_P(Async, FreedBlockIsRetainedAcrossASynchronizeThenTrimmedOnRelease) {
 
 TEST_P(Async, KeptWarmBetweenContexts) {
     ggml_cpool_ctx_t first = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
-    buf              a     = alloc(pool_of(first), 16 * MiB);
+    buf              a     = alloc(pool_of(first), ASYNC_UNCACHED);
     release(pool_of(first), a);
     ggml_cpool_driver_synchronize(driver_, 0);
     // a second session, while the first is alive: the memory is still there for it
     ggml_cpool_ctx_t second = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
     size_t           before = reserved();
-    buf              b      = alloc(pool_of(second), 16 * MiB);
+    buf              b      = alloc(pool_of(second), ASYNC_UNCACHED);
     EXPECT_EQ(reserved(), before) << "served from the warm pool";
     release(pool_of(second), b);
     ggml_cpool_ctx_free(second);
@@ -176,7 +176,7 @@ TEST_P(Async, ATransientBesideCachedScratchLeavesTheScratchCached) {
     ggml_cpool_ctx_t ctx    = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool   = pool_of(ctx);
     auto             layer  = [&] {
-        for (size_t size : { 64 * KiB, 256 * KiB, 2 * MiB }) {
+        for (size_t size : { 64 * KiB, 256 * KiB, ASYNC_UNCACHED }) {
             release(pool, alloc(pool, size));
         }
     };
@@ -198,7 +198,7 @@ TEST_P(Async, ATransientBesideCachedScratchLeavesTheScratchCached) {
 // read must decide before the cache goes back
 TEST_P(Async, AnotherContextsFreeDoesNotEmptyTheReuseCache) {
     ggml_cpool_ctx_t mine = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC), other = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
-    buf              big = alloc(pool_of(other), 4 * MiB);
+    buf              big = alloc(pool_of(other), ASYNC_UNCACHED);
     release(pool_of(mine), alloc(pool_of(mine), 64 * KiB)); // read with `big` in use, then cached
     release(pool_of(other), big);
     ASSERT_EQ(ggml_cpool_driver_synchronize(driver_, 0), GGML_CPOOL_STATUS_OK); // any stream may reuse it now
@@ -213,37 +213,37 @@ TEST_P(Async, AnotherContextsFreeDoesNotEmptyTheReuseCache) {
 TEST_P(Async, ALargeBufferGoesStraightBackToTheStreamOrderedPool) {
     ggml_cpool_ctx_t ctx   = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool  = pool_of(ctx);
-    buf              big   = alloc(pool, 2 * MiB);
+    buf              big   = alloc(pool, ASYNC_UNCACHED);
     const uint64_t   frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
     release(pool, big);
     EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1);
     ggml_cpool_ctx_free(ctx);
 }
 
-TEST_P(Async, TheReuseCacheKeepsSixteenBuffersAndFourMiB) {
+TEST_P(Async, TheReuseCacheKeepsItsBoundsOfBuffersAndBytes) {
     ggml_cpool_ctx_t ctx  = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
     ggml_cpool_t     pool = pool_of(ctx);
     std::vector<buf> held;
-    for (int i = 0; i < 17; i++) { // distinct sizes, none serving another
+    for (size_t i = 0; i <= reuse_cache::MAX_BUFFERS; i++) { // distinct sizes, none serving another
         held.push_back(alloc(pool, size_t(64 + 16 * i) * KiB));
     }
     uint64_t frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
     for (const buf & b : held) {
         release(pool, b);
     }
-    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "the oldest of 17 went";
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "the oldest went";
     const uint64_t mallocs = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC);
     release(pool, alloc(pool, held[0].size));
     EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC), mallocs + 1) << "not in the cache";
     held.clear();
-    for (int i = 0; i < 5; i++) { // 5 MiB in all
-        held.push_back(alloc(pool, 1 * MiB));
+    for (size_t i = 0; i <= reuse_cache::MAX_BYTES / reuse_cache::MAX_BUFFER; i++) { // one more than fits
+        held.push_back(alloc(pool, reuse_cache::MAX_BUFFER));
     }
     frees = ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC);
     for (const buf & b : held) {
         release(pool, b);
     }
-    EXPECT_GE(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "4 MiB kept at most";
+    EXPECT_GE(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_FREE_ASYNC), frees + 1) << "MAX_BYTES kept at most";
     expect_consistent(pool);
     ggml_cpool_ctx_free(ctx);
 }

@@ -105,9 +105,9 @@ TEST_P(Capture, GenerationMovesOnlyWhenMemoryGoesBack) {
 TEST_P(Capture, PinnedBuffersSurviveTrimUntilTheGraphIsReleased) {
     uint64_t graph = 0;
     ASSERT_EQ(ggml_cpool_ctx_pin_begin(ctx_, &graph), GGML_CPOOL_STATUS_OK);
-    buf g = alloc(pool_, 6 * MiB); // the graph's scratch
+    buf g = alloc(pool_, ASYNC_UNCACHED); // the graph's scratch (the async kind: not cached)
     ASSERT_EQ(ggml_cpool_ctx_pin_end(ctx_), GGML_CPOOL_STATUS_OK);
-    buf free_one = alloc(pool_, 2 * MiB);
+    buf free_one = alloc(pool_, ASYNC_UNCACHED);
     release(pool_, free_one);
     const uint64_t async_frees = calls(GGML_CPOOL_CALL_FREE_ASYNC);
     release(pool_, g); // freed after capture: the graph still uses it
@@ -282,7 +282,7 @@ TEST(CaptureAsync, AReusableBufferIsNotHandedToACapture) {
 TEST(CaptureAsync, WhatACaptureHeldBackGoesOutAtTheNextAllocationEvenAHit) {
     async_sim s(CAPACITY);
     release(s.pool, alloc(s.pool, 64 * 1024)); // cached
-    buf big = alloc(s.pool, 4 * MiB);          // too large to cache
+    buf big = alloc(s.pool, ASYNC_UNCACHED);   // too large to cache
     ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
     release(s.pool, big); // held back: a free now would be captured
     ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);

@@ -125,7 +125,7 @@ TEST_P(Streams, AStreamThatCannotBeSynchronizedAtDestructionQuarantinesThePool) 
     ASSERT_EQ(ggml_cpool_driver_fault_create(drv_, "", &fault), GGML_CPOOL_STATUS_OK);
     ggml_cpool_ctx_t ctx  = borrowing_ctx(fault);
     ggml_cpool_t     pool = pool_of(ctx);
-    buf              a    = alloc(pool, 6 * MiB);
+    buf              a    = alloc(pool, ASYNC_UNCACHED);
     release(pool, a);
     const size_t held = GetParam() == GGML_CPOOL_KIND_ASYNC ? 0 : stats_of(pool).reserved_bytes;
     ASSERT_EQ(ggml_cpool_driver_set_faults(fault, "fail=stream_sync:1+"), GGML_CPOOL_STATUS_OK);

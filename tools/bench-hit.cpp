@@ -1,16 +1,18 @@
 // bench-hit: the hit path, an alloc + free pair served from memory the pool already holds, through
-// the C ABI on the sim driver, against a ggml-master-style pool (ggml-style-pool.h) timed in the
-// same run (Google Benchmark).
+// the C ABI on the sim driver, against pools shaped like ggml's legacy and VMM pools
+// (ggml-style-pool.h) timed in the same run (Google Benchmark).
 //
-//   hit/<pool>/<cached>   <pool>: ggml-style, legacy, plain, vmm; <cached>: 8, 64 or 256 buffers
+//   hit/<pool>/<cached>   <pool>: ggml-style, ggml-vmm-style, legacy, plain, vmm, async; <cached>: 8,
+//                         64 or 256 buffers
 //
 // Each pool is first made to serve <cached> buffers of mixed sizes at once (log-uniform between
 // 4 KiB and 64 MiB) and take them all back; then every timed pair asks for a size a little below
 // one of them (never an exact size, so no early exit), in a fixed random order. For the legacy
 // kinds and the baseline that is <cached> cached buffers to choose from; a VMM pool serves every
-// request from its mapped range, whatever the depth. After the run, a summary gives each pool's
-// median CPU time (steadier than wall time on a shared machine) and its ratio to the ggml-style
-// pool at the same depth.
+// request from its mapped range, whatever the depth; the async kind from its reuse cache where the
+// buffer fits it, else from the device's stream-ordered pool (the sim's). After the run, a summary
+// gives each pool's median CPU time (steadier than wall time on a shared machine) and its ratio to
+// each ggml-shaped pool at the same depth.
 //
 // Defaults: 5 repetitions, randomly interleaved, aggregates only; any --benchmark_* flag given
 // overrides them (CI: --benchmark_min_time=0.001 --benchmark_repetitions=2).
@@ -40,17 +42,16 @@ constexpr size_t   BELOW_PERMIL = 30;               // a request is up to 3% bel
 constexpr size_t   SIM_CAPACITY = size_t(64) << 30; // host pages are reserved, never touched
 constexpr uint64_t SEED         = 12;
 
-const char * const BASELINE = "ggml-style";
+const char * const BASELINES[] = { "ggml-style", "ggml-vmm-style" };
 
 struct subject {
     const char *    name;
-    ggml_cpool_kind kind; // AUTO: the baseline
+    ggml_cpool_kind kind; // AUTO: a baseline
 };
 const subject SUBJECTS[] = {
-    { BASELINE, GGML_CPOOL_KIND_AUTO },
-    { "legacy", GGML_CPOOL_KIND_LEGACY },
-    { "plain", GGML_CPOOL_KIND_PLAIN },
-    { "vmm", GGML_CPOOL_KIND_VMM },
+    { BASELINES[0], GGML_CPOOL_KIND_AUTO }, { BASELINES[1], GGML_CPOOL_KIND_AUTO },
+    { "legacy", GGML_CPOOL_KIND_LEGACY },   { "plain", GGML_CPOOL_KIND_PLAIN },
+    { "vmm", GGML_CPOOL_KIND_VMM },         { "async", GGML_CPOOL_KIND_ASYNC },
 };
 
 // the buffers that fill a pool, and the timed requests
@@ -73,14 +74,14 @@ workload make_workload(int cached) {
     return w;
 }
 
-void bench_baseline(benchmark::State & state, const workload & w) {
-    ggml_style_pool     pool;
+// a ggml-shaped pool made to hold the workload's buffers, then timed over its requests
+template <typename Pool> void bench_baseline(benchmark::State & state, Pool & pool, const workload & w) {
     std::vector<void *> held;
     std::vector<size_t> sizes(w.fill.size());
     for (size_t i = 0; i < w.fill.size(); i++) {
         held.push_back(pool.alloc(w.fill[i], &sizes[i]));
     }
-    for (size_t i = 0; i < held.size(); i++) {
+    for (size_t i = held.size(); i-- > 0;) { // in reverse: a VMM-shaped pool takes back its top alone
         pool.free(held[i], sizes[i]);
     }
     size_t i = 0;
@@ -90,6 +91,20 @@ void bench_baseline(benchmark::State & state, const workload & w) {
         benchmark::DoNotOptimize(p);
         pool.free(p, actual);
     }
+}
+
+void bench_ggml_style(benchmark::State & state, const workload & w) {
+    ggml_style_pool pool;
+    bench_baseline(state, pool, w);
+}
+
+void bench_ggml_vmm_style(benchmark::State & state, const workload & w) {
+    size_t range = MAX_SIZE; // room for every buffer of the fill at once, and a request beyond
+    for (size_t size : w.fill) {
+        range += size + ggml_style_vmm_pool::ALIGNMENT;
+    }
+    ggml_style_vmm_pool pool(range);
+    bench_baseline(state, pool, w);
 }
 
 void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload & w) {
@@ -171,16 +186,22 @@ class summary_reporter : public benchmark::ConsoleReporter {
         for (auto & m : medians_) {
             reps = std::max(reps, long(m.second.repetitions));
         }
-        printf("\nhit path: median CPU ns per alloc+free pair (%ld repetitions), and its ratio to the %s pool at the "
-               "same depth\n",
-               reps, BASELINE);
+        for (const char * baseline : BASELINES) {
+            printf("\nhit path: median CPU ns per alloc+free pair (%ld repetitions), and its ratio to the %s pool at "
+                   "the same depth\n",
+                   reps, baseline);
+            table(baseline);
+        }
+    }
+
+    void table(const char * baseline) const {
         printf("%-8s", "cached");
         for (const subject & s : SUBJECTS) {
             printf(" %18s", s.name);
         }
         printf("\n");
         for (int depth : DEPTHS) {
-            const entry * base = find(BASELINE, depth);
+            const entry * base = find(baseline, depth);
             printf("%-8d", depth);
             for (const subject & s : SUBJECTS) {
                 const entry * e = find(s.name, depth);
@@ -245,8 +266,10 @@ int main(int argc, char ** argv) {
         const workload & w = workloads[depth];
         for (const subject & s : SUBJECTS) {
             const std::string name = std::string("hit/") + s.name + "/" + std::to_string(depth);
-            if (s.kind == GGML_CPOOL_KIND_AUTO) {
-                benchmark::RegisterBenchmark(name.c_str(), bench_baseline, w);
+            if (s.name == BASELINES[0]) {
+                benchmark::RegisterBenchmark(name.c_str(), bench_ggml_style, w);
+            } else if (s.name == BASELINES[1]) {
+                benchmark::RegisterBenchmark(name.c_str(), bench_ggml_vmm_style, w);
             } else {
                 benchmark::RegisterBenchmark(name.c_str(), bench_pool, s.kind, w);
             }

@@ -100,3 +100,41 @@ template <typename Memory> class ggml_style_pool_on {
 };
 
 using ggml_style_pool = ggml_style_pool_on<ggml_style_host_memory>;
+
+// A pool shaped like ggml's VMM pool (ggml_cuda_pool_vmm at the pinned llama.cpp), its hit path
+// alone: a stack over one reserved range, alloc hands out the top rounded to 128 bytes and free
+// takes it back, in reverse order (ggml asserts it). Growth (mapping more of the range) is left
+// out: the range here is host memory reserved up front, and only hits are timed.
+class ggml_style_vmm_pool {
+  public:
+    static constexpr size_t ALIGNMENT = 128;
+
+    explicit ggml_style_vmm_pool(size_t range) : base_(static_cast<char *>(std::malloc(range))), size_(range) {}
+    ggml_style_vmm_pool(const ggml_style_vmm_pool &)             = delete;
+    ggml_style_vmm_pool & operator=(const ggml_style_vmm_pool &) = delete;
+    ~ggml_style_vmm_pool() { std::free(base_); }
+
+    // null when the range is full (ggml would map more)
+    __attribute__((noinline)) void * alloc(size_t size, size_t * actual) {
+        size = (size + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+        if (base_ == nullptr || size_ - used_ < size) {
+            return nullptr;
+        }
+        void * p = base_ + used_;
+        used_ += size;
+        *actual = size;
+        return p;
+    }
+
+    // the top buffer only, as ggml's pool asserts
+    __attribute__((noinline)) void free(void * ptr, size_t size) {
+        if (ptr == base_ + used_ - size) {
+            used_ -= size;
+        }
+    }
+
+  private:
+    char * base_;
+    size_t size_;
+    size_t used_ = 0;
+};

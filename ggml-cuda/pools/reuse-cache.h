@@ -1,12 +1,15 @@
 #pragma once
-// The async pool's reuse cache: the few small buffers its stream freed last, handed out again
-// with no driver call. Stream order makes that safe, as in a legacy pool: the next user of a
-// buffer runs on the stream that freed it, after the work that freed it. A graph's evaluation asks
-// for the same few scratch sizes layer after layer and token after token, and a stream-ordered
-// allocation and free cost a driver call each (plus the pool's usage reads), where ggml's own
-// pools hand out a cached buffer in a few nanoseconds. What the cache holds is this context's
-// alone, so it stays small next to the stream-ordered pool, whose memory every stream shares:
-// larger buffers go straight back to it.
+// The async pool's reuse cache: the buffers its stream freed last, handed out again with no
+// driver call. Stream order makes that safe, as in a legacy pool: the next user of a buffer runs
+// on the stream that freed it, after the work that freed it. A graph's evaluation asks for the
+// same scratch sizes layer after layer and token after token, and a stream-ordered allocation and
+// free cost a driver call each (plus the pool's usage reads), where ggml's own pools hand out a
+// cached buffer in a few nanoseconds. The bounds hold a batch's scratch, not only a token's: a
+// server's batch of 8 sequences of an 8B model asks for buffers of several MiB at every layer,
+// and a cache of 1 MiB buffers sent nearly every one of them to the driver. What the cache holds
+// is this context's alone, so it stays small next to the stream-ordered pool, whose memory every
+// stream shares: larger buffers (a long prompt's attention conversions) go straight back to it,
+// and an out-of-memory or a trim gives the cache back first.
 
 #include <algorithm>
 #include <cstddef>
@@ -43,9 +46,9 @@ inline size_t bytes_of(const std::vector<held_buffer> & buffers) {
 
 class reuse_cache {
   public:
-    static constexpr size_t MAX_BUFFERS = 16;
-    static constexpr size_t MAX_BUFFER  = size_t(1) << 20; // a token's scratch; larger transients go back
-    static constexpr size_t MAX_BYTES   = size_t(4) << 20;
+    static constexpr size_t MAX_BUFFERS = 32;
+    static constexpr size_t MAX_BUFFER  = size_t(16) << 20; // a batch's scratch; larger transients go back
+    static constexpr size_t MAX_BYTES   = size_t(64) << 20;
     static constexpr size_t FIT_SLACK   = 8; // a buffer serves requests down to 1/8 below its size
 
     using buffer = held_buffer;
