@@ -1,7 +1,10 @@
-# The module's sources, by layer folder (ggml-cuda/README.md): one list for the project's own build
-# and for the llama.cpp integration.
+# The module's sources, by layer folder (ggml-cuda/README.md), in two libraries: the core, what
+# llama.cpp and the PyTorch library link, and the testing part (the sim driver, the calls of
+# ggml-cuda-pool-testing.h, the leak ledger) that the tests, the tools and the installed library
+# add over it. The two differ by one object, the seam of drivers/seam.h: GCP_CORE_SEAM alone, or
+# testing/seam.cpp among GCP_TESTING_SOURCES.
 set(GCP_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/..)
-set(GCP_SOURCES
+set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/api/capi.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/api/capi-options.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/context.cpp
@@ -21,14 +24,19 @@ set(GCP_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/support/fault-spec.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/support/env.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/support/log.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/support/names.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/capi-testing.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-mempool.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)
-# the real device (CUDA, or HIP through vendors/hip.h)
+    ${GCP_SOURCE_DIR}/ggml-cuda/support/names.cpp)
+# the real device (CUDA, or HIP through vendors/hip.h), part of the core where it is built
 set(GCP_DRIVER_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/cuda.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/cuda-async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/cuda-vmm.cpp)
+# the seam of the core alone: no sim driver, no ledger
+set(GCP_CORE_SEAM ${GCP_SOURCE_DIR}/ggml-cuda/drivers/seam-core.cpp)
+set(GCP_TESTING_SOURCES
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/seam.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/capi-testing.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/ledger.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-mempool.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)

@@ -2,7 +2,6 @@
 // crosses. The calls of ggml-cuda-pool-testing.h are in capi-testing.cpp.
 
 #include "capi.h"
-#include "../testing/sim.h"
 #include "../context/quarantine.h"
 #include "../trace/trace.h"
 
@@ -62,9 +61,8 @@ ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const gg
     }
     *out = nullptr;
     return guarded(__func__, [&] {
-        gcp::driver_ref             ref;
-        const ggml_cpool_sim_params params = sim ? *sim : gcp::sim_primitives::defaults();
-        ggml_cpool_status           st     = gcp::make_driver(gcp::raw_enum(kind), params, &ref);
+        gcp::driver_ref   ref;
+        ggml_cpool_status st = gcp::make_driver(gcp::raw_enum(kind), sim, &ref);
         if (st == GGML_CPOOL_STATUS_OK) {
             *out = new ggml_cpool_driver{ std::move(ref) };
         }
@@ -111,8 +109,7 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         if (p.driver != nullptr) {
             ref = p.driver->ref;
         } else {
-            const ggml_cpool_sim_params sim = p.sim ? *p.sim : gcp::sim_primitives::defaults();
-            st                              = gcp::make_driver(gcp::raw_enum(p.driver_kind), sim, &ref);
+            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
         }
         std::unique_ptr<gcp::context> b;
         if (st == GGML_CPOOL_STATUS_OK) {

@@ -34,27 +34,17 @@ cudaMemPoolAttr value_attr(mempool_attr attr) {
 
 class cuda_mempool final : public mempool_primitives {
   public:
-    explicit cuda_mempool(ledger & held) : held_(held) {}
-
     status malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
-        status st = on_device(device, [&] {
+        return on_device(device, [&] {
             cudaError_t e = cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream));
             return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMallocAsync", device);
         });
-        if (st == OK) {
-            held_.track(ledger::ASYNC_ALLOCATIONS, reinterpret_cast<uintptr_t>(*ptr), device, size);
-        }
-        return st;
     }
 
     status free_async(int device, void * ptr, stream_t stream) override {
-        status st = on_device(device, [&] {
+        return on_device(device, [&] {
             return checked(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)), "cudaFreeAsync", device);
         });
-        if (st == OK) {
-            held_.untrack(ledger::ASYNC_ALLOCATIONS, reinterpret_cast<uintptr_t>(ptr));
-        }
-        return st;
     }
 
     status get_attr(int device, mempool_attr attr, uint64_t * value) override {
@@ -105,14 +95,12 @@ class cuda_mempool final : public mempool_primitives {
         }
         return checked(e, what, device);
     }
-
-    ledger & held_;
 };
 
 } // namespace
 
-std::unique_ptr<mempool_primitives> make_mempool(ledger & held) {
-    return std::make_unique<cuda_mempool>(held);
+std::unique_ptr<mempool_primitives> make_mempool() {
+    return std::make_unique<cuda_mempool>();
 }
 
 } // namespace gcp::cuda

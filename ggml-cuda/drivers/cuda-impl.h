@@ -1,8 +1,7 @@
 #pragma once
 // The cuda driver is a driver over cuda_primitives: what their files share (drivers/cuda.cpp,
 // drivers/cuda-vmm.cpp, drivers/cuda-async.cpp): the runtime (CUDA, or HIP through vendors/hip.h)
-// and the capabilities this build has, a runtime call's status, the device a call runs on, and
-// the ledger of what the primitives handed out.
+// and the capabilities this build has, a runtime call's status, the device a call runs on.
 
 #include "primitives.h"
 #include "../support/log.h"
@@ -25,8 +24,6 @@
 #endif
 
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 
 namespace gcp::cuda {
 
@@ -66,26 +63,6 @@ template <typename F> status on_device(int device, F && f) {
     return st;
 }
 
-// what the primitives handed out, for outstanding() and used(); without room to record a piece
-// the memory is still handed out, only the leak check loses sight of it
-class ledger {
-  public:
-    enum kind { ALLOCATIONS, HANDLES, RANGES, ASYNC_ALLOCATIONS, KINDS };
-
-    void   track(kind k, uintptr_t key, int device, size_t size) noexcept;
-    void   untrack(kind k, uintptr_t key);
-    size_t pieces() const;
-    size_t bytes(int device) const;
-
-  private:
-    struct piece {
-        int    device;
-        size_t size;
-    };
-    mutable std::mutex                   mutex_;
-    std::unordered_map<uintptr_t, piece> held_[KINDS];
-};
-
 #if !defined(GGML_USE_HIP)
 // ABI version asked of every driver entry point: the calls reached this way have not changed since
 constexpr unsigned DRIVER_ABI = 12000;
@@ -109,12 +86,12 @@ template <typename F> bool driver_entry(const char * symbol, F * fn) {
 // the VMM calls, reached through the runtime's entry-point query on CUDA (nothing links
 // libcuda), linked directly on HIP; nullptr where the runtime does not offer them.
 // granularity(device) is 0 for a device without virtual memory management
-std::unique_ptr<vmm_primitives> make_vmm(int count, ledger & held);
+std::unique_ptr<vmm_primitives> make_vmm(int count);
 #endif
 
 #if GCP_HAS_ASYNC
 // the devices' default stream-ordered pools
-std::unique_ptr<mempool_primitives> make_mempool(ledger & held);
+std::unique_ptr<mempool_primitives> make_mempool();
 #endif
 
 } // namespace gcp::cuda

@@ -68,7 +68,7 @@ CUmemAllocationProp props(int device) {
 
 class cuda_vmm final : public vmm_primitives {
   public:
-    cuda_vmm(int count, const driver_api & api, ledger & held) : api_(api), held_(held) {
+    cuda_vmm(int count, const driver_api & api) : api_(api) {
         granularity_.assign(size_t(count), 0);
         for (int d = 0; d < count; d++) {
             CUdevice dev       = 0;
@@ -96,17 +96,12 @@ class cuda_vmm final : public vmm_primitives {
         status      st = checked_cu(api_.mem_address_reserve(&p, size, 0, 0, 0), "cuMemAddressReserve", device);
         if (st == OK) {
             *addr = uintptr_t(p);
-            held_.track(ledger::RANGES, *addr, device, 0);
         }
         return st;
     }
 
     status unreserve(int device, uintptr_t addr, size_t size) override {
-        status st = checked_cu(api_.mem_address_free(CUdeviceptr(addr), size), "cuMemAddressFree", device);
-        if (st == OK) {
-            held_.untrack(ledger::RANGES, addr);
-        }
-        return st;
+        return checked_cu(api_.mem_address_free(CUdeviceptr(addr), size), "cuMemAddressFree", device);
     }
 
     status create(int device, size_t size, vmm_handle * handle) override {
@@ -116,17 +111,12 @@ class cuda_vmm final : public vmm_primitives {
         status st = r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : checked_cu(r, "cuMemCreate", device);
         if (st == OK) {
             *handle = vmm_handle(h);
-            held_.track(ledger::HANDLES, uintptr_t(h), device, size);
         }
         return st;
     }
 
     status release(int device, vmm_handle handle) override {
-        status st = checked_cu(api_.mem_release(CUmemGenericAllocationHandle(handle)), "cuMemRelease", device);
-        if (st == OK) {
-            held_.untrack(ledger::HANDLES, uintptr_t(handle));
-        }
-        return st;
+        return checked_cu(api_.mem_release(CUmemGenericAllocationHandle(handle)), "cuMemRelease", device);
     }
 
     status map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
@@ -148,18 +138,17 @@ class cuda_vmm final : public vmm_primitives {
 
   private:
     driver_api          api_;
-    ledger &            held_;
     std::vector<size_t> granularity_; // 0: no VMM on that device
 };
 
 } // namespace
 
-std::unique_ptr<vmm_primitives> make_vmm(int count, ledger & held) {
+std::unique_ptr<vmm_primitives> make_vmm(int count) {
     driver_api api;
     if (!api.load()) {
         return nullptr;
     }
-    return std::make_unique<cuda_vmm>(count, api, held);
+    return std::make_unique<cuda_vmm>(count, api);
 }
 
 } // namespace gcp::cuda

@@ -28,42 +28,6 @@ status report(status st, const char * what, int device, int code) {
     return st;
 }
 
-void ledger::track(kind k, uintptr_t key, int device, size_t size) noexcept {
-    log_hold                    hold; // the line goes out once the lock is released
-    std::lock_guard<std::mutex> lock(mutex_);
-    try {
-        held_[k][key] = { device, size };
-    } catch (...) {
-        GCP_LOG_ERROR("%s: no host memory to record an allocation for the leak check",
-                      pool_label(GCP_PLATFORM, device).c_str());
-    }
-}
-
-void ledger::untrack(kind k, uintptr_t key) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    held_[k].erase(key);
-}
-
-size_t ledger::pieces() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t                      n = 0;
-    for (auto & map : held_) {
-        n += map.size();
-    }
-    return n;
-}
-
-size_t ledger::bytes(int device) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t                      n = 0;
-    for (auto & map : held_) {
-        for (auto & p : map) {
-            n += p.second.device == device ? p.second.size : 0; // a range counts 0: no memory behind it
-        }
-    }
-    return n;
-}
-
 } // namespace cuda
 
 namespace {
@@ -80,13 +44,13 @@ class cuda_primitives final : public device_primitives {
         driver_entry("cuStreamIsCapturing", &is_capturing_); // the runtime's call where the driver lacks it
 #endif
 #if GCP_HAS_VMM
-        vmm_ = make_vmm(count, held_);
+        vmm_ = make_vmm(count);
 #endif
         if (vmm_ == nullptr) {
             GCP_LOG_INFO("cuda driver: virtual memory entry points unavailable; VMM pools disabled");
         }
 #if GCP_HAS_ASYNC
-        mempool_ = make_mempool(held_);
+        mempool_ = make_mempool();
         for (int d = 0; d < count; d++) {
             int pools = 0;
             has_mempool_.push_back(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, d) == cudaSuccess &&
@@ -104,22 +68,14 @@ class cuda_primitives final : public device_primitives {
     }
 
     status malloc(int device, size_t size, void ** ptr) override {
-        status st = on_device(device, [&] {
+        return on_device(device, [&] {
             cudaError_t e = cudaMalloc(ptr, size);
             return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMalloc", device);
         });
-        if (st == OK) {
-            held_.track(ledger::ALLOCATIONS, reinterpret_cast<uintptr_t>(*ptr), device, size);
-        }
-        return st;
     }
 
     status free(int device, void * ptr) override {
-        status st = on_device(device, [&] { return checked(cudaFree(ptr), "cudaFree", device); });
-        if (st == OK) {
-            held_.untrack(ledger::ALLOCATIONS, reinterpret_cast<uintptr_t>(ptr));
-        }
-        return st;
+        return on_device(device, [&] { return checked(cudaFree(ptr), "cudaFree", device); });
     }
 
     status synchronize(int device) override {
@@ -180,13 +136,6 @@ class cuda_primitives final : public device_primitives {
         return mempool_ != nullptr && valid(device) && has_mempool_[size_t(device)] ? mempool_.get() : nullptr;
     }
 
-    size_t outstanding() const override {
-        return held_.pieces();
-    }
-    size_t used(int device) const override {
-        return held_.bytes(device);
-    }
-
     bool error_latched() const override {
         return cudaPeekAtLastError() != cudaSuccess;
     }
@@ -210,7 +159,6 @@ class cuda_primitives final : public device_primitives {
     }
 
     int                                 count_;
-    ledger                              held_;
     std::unique_ptr<vmm_primitives>     vmm_;     // none where this build or runtime lacks VMM
     std::unique_ptr<mempool_primitives> mempool_; // none where this build lacks stream-ordered pools
     std::vector<bool>                   has_mempool_;
@@ -221,7 +169,7 @@ class cuda_primitives final : public device_primitives {
 
 } // namespace
 
-status make_cuda_driver(std::shared_ptr<driver> * out) {
+status make_cuda_primitives(std::shared_ptr<device_primitives> * out) {
     int         count = 0;
     cudaError_t e     = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
@@ -229,7 +177,7 @@ status make_cuda_driver(std::shared_ptr<driver> * out) {
         GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
         return UNSUPPORTED;
     }
-    *out = std::make_shared<driver>(std::make_shared<cuda_primitives>(count));
+    *out = std::make_shared<cuda_primitives>(count);
     return OK;
 }
 

@@ -1,7 +1,7 @@
 #include "factory.h"
 
 #include "fault.h"
-#include "../testing/sim.h"
+#include "seam.h"
 #include "../support/env.h"
 #include "../support/log.h"
 
@@ -11,19 +11,18 @@
 
 namespace gcp {
 
-status make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out) {
+status make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out) {
     if (kind == GGML_CPOOL_DRIVER_SIM) {
-        status st = sim_primitives::check(sim);
-        if (st == OK) {
-            auto prims = std::make_shared<sim_primitives>(sim);
-            *out       = { std::make_shared<driver>(prims), prims.get(), nullptr };
-        }
-        return st;
+        return make_sim_driver(sim, out);
     }
     if (kind == GGML_CPOOL_DRIVER_CUDA) {
 #ifdef GGML_CPOOL_HAVE_CUDA
-        *out = {};
-        return make_cuda_driver(&out->drv);
+        std::shared_ptr<device_primitives> prims;
+        status                             st = make_cuda_primitives(&prims);
+        if (st == OK) {
+            *out = { std::make_shared<driver>(watch_cuda_primitives(std::move(prims))), nullptr, nullptr };
+        }
+        return st;
 #else
         GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
         return UNSUPPORTED;

@@ -21,8 +21,8 @@ struct driver_ref {
 };
 
 // a driver of the given kind (a ggml_cpool_driver_kind, read with raw_enum), or a status and a
-// log line saying why not
-status     make_driver(int kind, const ggml_cpool_sim_params & sim, driver_ref * out);
+// log line saying why not; sim: the sim driver's parameters, nullptr for its defaults
+status     make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out);
 // a fault driver over inner, armed with spec; may throw std::bad_alloc
 driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec);
 // wraps *ref in a fault driver when GGML_CUDA_POOL_FAULT is set; a malformed spec fails

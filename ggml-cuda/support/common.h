@@ -1,7 +1,8 @@
 #pragma once
 // Shared vocabulary of the module: statuses, size arithmetic, names.
 
-#include "ggml-cuda-pool-testing.h"
+#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-calls.h"
 #include "names.h"
 
 #include <algorithm>

@@ -16,7 +16,7 @@
 //                         while the file <path> exists; alone, every call that takes device
 //                         memory fails while it exists (a server's fault window, opened by
 //                         creating the file and closed by removing it)
-// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool-testing.h) or any; numbers are plain
+// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool-calls.h) or any; numbers are plain
 // decimals (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K,
 // M, G; KB, MB, GB as powers of 2).
 

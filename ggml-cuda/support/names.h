@@ -2,7 +2,8 @@
 // Every name the module prints or reads: statuses, pool kinds, platforms, driver calls, log
 // levels, and the label ("CUDA pool[0]") that begins each line about one device's pool.
 
-#include "ggml-cuda-pool-testing.h"
+#include "ggml-cuda-pool.h"
+#include "ggml-cuda-pool-calls.h"
 
 #include <cstddef>
 

@@ -1,6 +1,7 @@
 // The C ABI of ggml-cuda-pool-testing.h: the sim driver, leak checks and counters, the device's
 // stream-ordered pool, fault injection.
 
+#include "ggml-cuda-pool-testing.h"
 #include "../api/capi.h"
 #include "../drivers/fault.h"
 #include "sim.h"

@@ -8,6 +8,7 @@
 // parameters. Device memory and streams here; virtual memory in testing/sim-vmm.cpp, the
 // stream-ordered pool in testing/sim-async.cpp.
 
+#include "ggml-cuda-pool-testing.h"
 #include "../drivers/primitives.h"
 #include "sim-arena.h"
 #include "sim-mempool.h"

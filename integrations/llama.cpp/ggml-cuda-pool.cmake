@@ -14,7 +14,8 @@ set(GCP_ADAPTER_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/ggml-cuda-pool-adapter.cu)
 
 function(ggml_cuda_pool_add_to target)
-    target_sources(${target} PRIVATE ${GCP_SOURCES} ${GCP_DRIVER_SOURCES} ${GCP_ADAPTER_SOURCES})
+    # the core alone: no sim driver, no leak ledger, no calls of ggml-cuda-pool-testing.h
+    target_sources(${target} PRIVATE ${GCP_CORE_SOURCES} ${GCP_DRIVER_SOURCES} ${GCP_CORE_SEAM} ${GCP_ADAPTER_SOURCES})
     # the public header, the adapter's headers, and ggml-cuda's own headers for the adapter
     target_include_directories(${target} PRIVATE ${GCP_SOURCE_DIR}/include ${GCP_SOURCE_DIR}/ggml-cuda/adapter
                                ${CMAKE_CURRENT_SOURCE_DIR})
