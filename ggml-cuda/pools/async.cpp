@@ -1,7 +1,6 @@
 #include "async.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 #include "warm-record.h"
 
 #include <algorithm>
@@ -144,11 +143,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
     }
     make_room_within_headroom(bytes);
-    status st = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.malloc_async(device_, bytes, stream_, ptr);
-    }
+    status st = drv_.malloc_async(device_, bytes, stream_, ptr, cached_bytes());
     if (st == OUT_OF_MEMORY) {
         // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
         driver_failed(GGML_CPOOL_LOG_DEBUG,

@@ -1,7 +1,6 @@
 #include "legacy.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 
 namespace gcp {
 
@@ -77,11 +76,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
     keep_within_headroom(bytes);
-    status st = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.malloc(device_, bytes, ptr);
-    }
+    status st = drv_.malloc(device_, bytes, ptr, cached_bytes());
     if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
         return OK;
     }

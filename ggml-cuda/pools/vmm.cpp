@@ -1,7 +1,6 @@
 #include "vmm.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 
 #include <algorithm>
 #include <iterator>
@@ -86,11 +85,7 @@ status pool_vmm::grow(size_t bytes) {
     const size_t offset = mapped_;
     vmm_handle   handle = 0;
     const char * what   = "creating";
-    status       st     = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.vmm_create(device_, size, &handle);
-    }
+    status       st     = drv_.vmm_create(device_, size, &handle, cached_bytes());
     if (st == OK) {
         what = "mapping";
         st   = drv_.vmm_map(device_, base_ + offset, size, handle);
