@@ -10,40 +10,22 @@ pool_legacy::~pool_legacy() {
 }
 
 size_t pool_legacy::cached_bytes() const {
-    size_t bytes = bins_.bytes();
-    for (const size_bins::buffer & b : growth_) {
-        bytes += b.size;
-    }
-    return bytes;
+    return bins_.bytes() + reserve_.bytes();
 }
 
 void pool_legacy::note_growth(size_t size) {
-    // room first (may throw): nothing below allocates
-    reserve_at_least(growth_, MAX_GROWING);
-    reserve_at_least(growing_out_, growing_out_.size() + 1);
-    growth_need_ = size;
-    for (size_t i = growth_.size(); i-- > 0;) {
-        if (growth_[i].size < size) { // outgrown: any request may use it now, and it goes back first
-            bins_.reserve(growth_[i].size);
-            bins_.put(growth_[i].ptr, growth_[i].size, ++outgrown_);
-            growth_.erase(growth_.begin() + std::ptrdiff_t(i));
-        }
-    }
+    reserve_.grow_to(size, [&](const size_bins::buffer & b) {
+        bins_.reserve(b.size);
+        bins_.put(b.ptr, b.size, ++outgrown_);
+    });
 }
 
 bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
-    auto best = growth_.end();
-    for (auto it = growth_.begin(); it != growth_.end(); ++it) {
-        if (it->size >= size && (best == growth_.end() || it->size < best->size)) {
-            best = it;
-        }
-    }
-    if (best == growth_.end()) {
+    if (!reserve_.best_fit(size, hit)) {
         return false;
     }
-    bins_.reserve(best->size); // counted out, as every buffer handed out is (may throw: nothing taken)
-    *hit = *best;
-    growth_.erase(best);
+    bins_.reserve(hit->size); // counted out, as every buffer handed out is (may throw: nothing taken)
+    reserve_.take(hit->ptr);
     return true;
 }
 
@@ -61,7 +43,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
         // larger than its miss would take: that was made for another request (a weight matrix's
         // dequantization), which would miss while it waits there for growing requests only
         if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
-            growing_out_.push_back(hit.ptr); // within the room note_growth made
+            reserve_.lend(hit.ptr); // within the room note_growth made
         }
         *ptr    = hit.ptr;
         *actual = hit.size;
@@ -111,7 +93,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     }
     on_driver_alloc(bytes);
     if (r.growing()) {
-        growing_out_.push_back(*ptr); // within the room note_growth made
+        reserve_.lend(*ptr); // within the room note_growth made
     }
     *actual = bytes;
     return OK;
@@ -137,9 +119,7 @@ status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
 }
 
 bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
-    const bool fits =
-        std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
-    if (!fits) {
+    if (!reserve_.holds(size)) {
         return false;
     }
     driver_failed(); // the line below says how it ends
@@ -159,9 +139,8 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
     if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
         return;
     }
-    const size_t peak   = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
-    const size_t budget = headroom_budget(peak, opt_.headroom_pct);
-    if (stats_.reserved_bytes + bytes <= budget || bins_.count() == 0 || capturing()) {
+    const size_t excess = headroom_excess(stats_, bytes, opt_.headroom_pct);
+    if (excess == 0 || bins_.count() == 0 || capturing()) {
         return;
     }
     // queued kernels may still use cached buffers: they finish before any goes back
@@ -171,8 +150,8 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t excess = stats_.reserved_bytes + bytes - budget;
-    const size_t freed  = release_oldest(excess, scope::ordinary);
+    const size_t peak  = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
+    const size_t freed = release_oldest(excess, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
@@ -249,11 +228,7 @@ bool pool_legacy::release(const size_bins::buffer & b) {
                       to_mib(b.size), ggml_cpool_status_str(st));
         return false;
     }
-    auto reserved =
-        std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
-    if (reserved != growth_.end()) {
-        growth_.erase(reserved);
-    } else {
+    if (!reserve_.remove(b.ptr)) {
         bins_.remove(b.ptr, b.size);
     }
     on_driver_free(b.size);
@@ -278,7 +253,7 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
         };
         bins_.for_each(consider);
         if (which != scope::ordinary) {
-            std::for_each(growth_.begin(), growth_.end(), consider);
+            reserve_.for_each(consider);
         }
         if (!found) {
             break;
@@ -291,22 +266,17 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 
 void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
-    if ((!growing_out_.empty() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
+    if ((reserve_.lent() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
         return;
     }
     bins_.put(ptr, actual, clock_); // within the room its bin kept
 }
 
 bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
-    auto growing = std::find(growing_out_.begin(), growing_out_.end(), ptr);
-    if (growing != growing_out_.end()) {
-        growing_out_.erase(growing);
-        // still as large as the latest growing request: kept for the next steps of the growth
-        if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
-            bins_.forget_out(actual);
-            growth_.push_back({ ptr, actual, clock_ }); // within the room note_growth made
-            return true;
-        }
+    // still as large as the latest growing request: kept for the next steps of the growth
+    if (reserve_.keep(ptr, actual, clock_)) {
+        bins_.forget_out(actual);
+        return true;
     }
     if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
@@ -333,7 +303,7 @@ status pool_legacy::trim() {
     bool refused = false;
     auto check   = [&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); };
     bins_.for_each(check);
-    std::for_each(growth_.begin(), growth_.end(), check);
+    reserve_.for_each(check);
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
 
