@@ -53,6 +53,38 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     return miss(r, ptr, actual);
 }
 
+class pool_legacy::steps final : public recovery_steps {
+  public:
+    steps(pool_legacy & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
+
+    status retry() override { return p_.drv_.malloc(p_.device_, *bytes_, ptr_); }
+    status give_back() override { return p_.give_back(*bytes_, ptr_, &how_); }
+    // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
+    // misses they spare), not a failed request
+    status fall_back() override { return p_.fall_back(r_, bytes_, ptr_); }
+
+    void refuse_in_capture() override {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                     p_.name(), to_mib(*bytes_));
+    }
+    void report(status /*st*/) override {
+        if (how_ == nullptr) {
+            return; // the synchronize's line said why nothing was given back
+        }
+        p_.driver_failed(GGML_CPOOL_LOG_WARN,
+                         "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
+                         to_mib(*bytes_), how_, to_mib(p_.stats_.live_bytes), TRANSIENT_RETRIES);
+    }
+
+  private:
+    pool_legacy &   p_;
+    const request & r_;
+    size_t *        bytes_; // the last size asked for
+    void **         ptr_;
+    const char *    how_ = nullptr;
+};
+
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     stats_.misses++;
     size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
@@ -63,26 +95,8 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         return OK;
     }
     if (st == OUT_OF_MEMORY) {
-        // during a capture nothing can be given back: the request at its own size at once
-        st               = capturing() ? fall_back(r, &bytes, ptr) : OUT_OF_MEMORY;
-        const char * how = nullptr;
-        if (st == OUT_OF_MEMORY) {
-            st = recover(bytes, ptr, &how);
-        }
-        // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
-        // misses they spare), not a failed request: the request at its own size before it fails
-        if (st == OUT_OF_MEMORY && how != nullptr) {
-            st = fall_back(r, &bytes, ptr);
-        }
-        if (st == OUT_OF_MEMORY && how != nullptr) {
-            st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
-            if (st != OK) {
-                driver_failed(GGML_CPOOL_LOG_WARN,
-                              "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
-                              "a pause did not help",
-                              to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
-            }
-        }
+        steps ladder(*this, r, &bytes, ptr);
+        st = climb(ladder);
     } else if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
@@ -157,14 +171,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-status pool_legacy::recover(size_t bytes, void ** ptr, const char ** how) {
-    driver_failed(); // the lines below say how it ends
-    if (capturing()) {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
-                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
-                     name(), to_mib(bytes));
-        return OUT_OF_MEMORY;
-    }
+status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
     // queued kernels may still use cached buffers: let them finish before any goes back; it also
     // lets other streams' frees land. The pool's stream, not the device: a device-wide
     // synchronize would break a graph capture that another context runs on this device

@@ -53,9 +53,10 @@ class pool_legacy final : public pool {
     // every one (destruction)
     enum class scope { ordinary, unpinned, everything };
 
-    // after a driver out-of-memory: reclaim, flush and retry; on OUT_OF_MEMORY *how says what
-    // was tried, or stays null where a line said why nothing could be (a capture)
-    status recover(size_t bytes, void ** ptr, const char ** how);
+    class steps; // the rungs of the out-of-memory ladder (recovery.h) for one miss
+    // the ladder's give_back: synchronize, then reclaim, flush, a retry after each; on
+    // OUT_OF_MEMORY *how says what was tried, and stays null where a line said why nothing could be
+    status give_back(size_t bytes, void ** ptr, const char ** how);
     // after the driver refused *bytes for r: the request at the smaller sizes fallback_bytes
     // gives, until one is taken (*bytes: the last size asked for, whose room the bins keep)
     status fall_back(const request & r, size_t * bytes, void ** ptr);
