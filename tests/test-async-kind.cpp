@@ -1,5 +1,5 @@
 // The async kind's selection and its paths that need a device the sim driver shapes: full,
-// refusing a free, HIP.
+// a one-shot fault, refusing a free, HIP.
 
 #include "harness.h"
 
@@ -20,6 +20,25 @@ TEST(AsyncKind, OutOfMemoryTrimsThePoolAndRetriesOnce) {
     release(pool_of(b), y);
     ggml_cpool_ctx_free(a);
     ggml_cpool_ctx_free(b);
+}
+
+// oneshot=<size> waits for an allocation made while the device pool holds unused memory that the
+// pool could give back: not the first of an empty pool, but the one after a free
+TEST(AsyncKind, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
+    sim_device          sim(sim_params(64 * MiB));
+    ggml_cpool_driver_t fault = fault_over(sim.drv, "oneshot=1MiB");
+    ggml_cpool_ctx_t    ctx   = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);
+    buf                 first = alloc(pool_of(ctx), 8 * MiB); // nothing held yet
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault), 0u);
+    release(pool_of(ctx), first); // unused now, and kept by the warm device pool
+    log_capture log;
+    buf         second = alloc(pool_of(ctx), 4 * MiB);
+    EXPECT_EQ(ggml_cpool_driver_faults_fired(fault), 1u);
+    EXPECT_EQ(stats_of(pool_of(ctx)).flushes, 1u) << "the trim and retry it exists to test";
+    EXPECT_EQ(log.count("trimming the stream-ordered pool and retrying once"), 1u);
+    release(pool_of(ctx), second);
+    ggml_cpool_ctx_free(ctx);
+    ggml_cpool_driver_release(fault);
 }
 
 TEST(AsyncKind, AFreeTheDriverRefusesIsKeptAndRetried) {

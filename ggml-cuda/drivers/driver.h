@@ -3,6 +3,10 @@
 // It counts each call by kind, latches every failure until clear_error (as CUDA's last error
 // does), and lets a decorator, a driver over another driver, fail a call before it goes below;
 // a call a decorator lets through is counted below too. The fault driver is such a decorator.
+// The calls that take memory for a pool (malloc, vmm_create, malloc_async) also carry
+// `reclaimable`: what that pool could give back if the call were refused (0: nothing, or not a
+// pool's call). The devices ignore it; a one-shot fault waits for a call where it is not 0, so
+// the recovery it tests has something to recover (fault-spec.h).
 
 #include "primitives.h"
 
@@ -41,8 +45,10 @@ class driver {
     ggml_cpool_platform platform() const { return prims_->platform(); }
     int                 device_count() const { return prims_->device_count(); }
 
-    status malloc(int device, size_t size, void ** ptr) {
-        return run(call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); });
+    status malloc(int device, size_t size, void ** ptr, size_t reclaimable = 0) {
+        return run(
+            call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); },
+            reclaimable);
     }
     status free(int device, void * ptr) {
         return run(call::FREE, device, 0, [&](device_primitives & p) { return p.free(device, ptr); });
@@ -65,9 +71,10 @@ class driver {
         return run_vmm(call::VMM_UNRESERVE, device, 0,
                        [&](vmm_primitives & v) { return v.unreserve(device, addr, size); });
     }
-    status vmm_create(int device, size_t size, vmm_handle * handle) {
-        return run_vmm(call::VMM_CREATE, device, size,
-                       [&](vmm_primitives & v) { return v.create(device, size, handle); });
+    status vmm_create(int device, size_t size, vmm_handle * handle, size_t reclaimable = 0) {
+        return run_vmm(
+            call::VMM_CREATE, device, size, [&](vmm_primitives & v) { return v.create(device, size, handle); },
+            reclaimable);
     }
     status vmm_release(int device, vmm_handle handle) {
         return run_vmm(call::VMM_RELEASE, device, 0, [&](vmm_primitives & v) { return v.release(device, handle); });
@@ -102,9 +109,10 @@ class driver {
 
     // the device's stream-ordered pool, where async_supported(device)
     bool   async_supported(int device) const { return prims_->mempool(device) != nullptr; }
-    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
-        return run_mempool(call::MALLOC_ASYNC, device, size,
-                           [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); });
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr, size_t reclaimable = 0) {
+        return run_mempool(
+            call::MALLOC_ASYNC, device, size,
+            [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); }, reclaimable);
     }
     status free_async(int device, void * ptr, stream_t stream) {
         return run_mempool(call::FREE_ASYNC, device, 0,
@@ -137,14 +145,15 @@ class driver {
     // a decorator over below: the calls it lets through go there
     explicit driver(std::shared_ptr<driver> below);
     // a decorator's say over a call before it goes below: OK lets it through, any other status
-    // fails it with that status; size is the bytes the call asks for
-    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
+    // fails it with that status; size is the bytes the call asks for, reclaimable what the
+    // calling pool could give back
+    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/, size_t /*reclaimable*/) { return OK; }
 
   private:
-    template <typename F> status run(call c, int device, size_t size, F && op) {
-        status st = intercept(c, device, size);
+    template <typename F> status run(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
+        status st = intercept(c, device, size, reclaimable);
         if (st == OK) {
-            st = below_ ? below_->run(c, device, size, op) : op(*prims_);
+            st = below_ ? below_->run(c, device, size, op, reclaimable) : op(*prims_);
         }
         calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
         if (st != OK) {
@@ -153,17 +162,23 @@ class driver {
         return st;
     }
     // a call of an optional capability: UNSUPPORTED where the device has none
-    template <typename F> status run_vmm(call c, int device, size_t size, F && op) {
-        return run(c, device, size, [&](device_primitives & p) {
-            vmm_primitives * v = p.vmm(device);
-            return v ? op(*v) : UNSUPPORTED;
-        });
+    template <typename F> status run_vmm(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
+        return run(
+            c, device, size,
+            [&](device_primitives & p) {
+                vmm_primitives * v = p.vmm(device);
+                return v ? op(*v) : UNSUPPORTED;
+            },
+            reclaimable);
     }
-    template <typename F> status run_mempool(call c, int device, size_t size, F && op) {
-        return run(c, device, size, [&](device_primitives & p) {
-            mempool_primitives * m = p.mempool(device);
-            return m ? op(*m) : UNSUPPORTED;
-        });
+    template <typename F> status run_mempool(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
+        return run(
+            c, device, size,
+            [&](device_primitives & p) {
+                mempool_primitives * m = p.mempool(device);
+                return m ? op(*m) : UNSUPPORTED;
+            },
+            reclaimable);
     }
 
     std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom

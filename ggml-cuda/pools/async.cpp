@@ -1,7 +1,6 @@
 #include "async.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 #include "warm-record.h"
 
 #include <algorithm>
@@ -123,6 +122,65 @@ void pool_async::release_capture_cache(bool force) {
     observe();
 }
 
+class pool_async::steps final : public recovery_steps {
+  public:
+    steps(pool_async & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
+
+    status retry() override { return p_.drv_.malloc_async(p_.device_, *bytes_, p_.stream_, ptr_); }
+    // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
+    status give_back() override {
+        p_.driver_failed(GGML_CPOOL_LOG_DEBUG,
+                         "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
+                         to_mib(*bytes_));
+        p_.flush_reuse();
+        status st = p_.synchronize();
+        if (st == OK) {
+            st = p_.drv_.pool_trim(p_.device_, 0);
+        }
+        if (st == OK) {
+            p_.stats_.flushes++;
+            st = retry();
+        }
+        return st;
+    }
+    // the doubling was worth giving the unused memory back, not the retries that only wait: a
+    // growing request the device will not double takes its own size
+    status fall_back() override {
+        const size_t alone = fallback_bytes(r_, *bytes_, 0, ALIGNMENT);
+        if (alone == 0) {
+            return OUT_OF_MEMORY;
+        }
+        status st = p_.drv_.malloc_async(p_.device_, alone, p_.stream_, ptr_);
+        if (st == OK) {
+            p_.log_fallback(*bytes_, alone, r_.size);
+        }
+        *bytes_ = alone;
+        return st;
+    }
+    // a capture's allocations go to alloc_in_capture, never here
+    void refuse_in_capture() override {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture (%s)", p_.name(), to_mib(*bytes_),
+                     ggml_cpool_status_str(OUT_OF_MEMORY));
+    }
+    void report(status st) override {
+        if (st == OUT_OF_MEMORY) {
+            p_.driver_failed(GGML_CPOOL_LOG_WARN,
+                             "async alloc of %.2f MiB failed: out of memory, also after trimming the "
+                             "stream-ordered pool and %d retries after a pause",
+                             to_mib(*bytes_), TRANSIENT_RETRIES);
+        } else {
+            p_.driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(*bytes_),
+                             ggml_cpool_status_str(st));
+        }
+    }
+
+  private:
+    pool_async &    p_;
+    const request & r_;
+    size_t *        bytes_; // the last size asked for
+    void **         ptr_;
+};
+
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (capturing()) {
         return alloc_in_capture(r, ptr, actual);
@@ -144,49 +202,12 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
     }
     make_room_within_headroom(bytes);
-    status st = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.malloc_async(device_, bytes, stream_, ptr);
-    }
+    status st = drv_.malloc_async(device_, bytes, stream_, ptr, cached_bytes());
+    steps  ladder(*this, r, &bytes, ptr);
     if (st == OUT_OF_MEMORY) {
-        // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
-        driver_failed(GGML_CPOOL_LOG_DEBUG,
-                      "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
-                      to_mib(bytes));
-        flush_reuse();
-        st = synchronize();
-        if (st == OK) {
-            st = drv_.pool_trim(device_, 0);
-        }
-        if (st == OK) {
-            stats_.flushes++;
-            st = drv_.malloc_async(device_, bytes, stream_, ptr);
-        }
-        const size_t alone = fallback_bytes(r, bytes, 0, ALIGNMENT);
-        if (st == OUT_OF_MEMORY && alone != 0) {
-            // the doubling was worth giving the unused memory back, not the retries that only wait:
-            // a growing request the device will not double takes its own size
-            driver_failed();
-            st = drv_.malloc_async(device_, alone, stream_, ptr);
-            if (st == OK) {
-                log_fallback(bytes, alone, r.size);
-            }
-            bytes = alone;
-        }
-        if (st == OUT_OF_MEMORY) {
-            driver_failed();
-            st = retry_transient([&] { return drv_.malloc_async(device_, bytes, stream_, ptr); });
-        }
-    }
-    if (st == OUT_OF_MEMORY) {
-        driver_failed(GGML_CPOOL_LOG_WARN,
-                      "async alloc of %.2f MiB failed: out of memory, also after trimming the "
-                      "stream-ordered pool and %d retries after a pause",
-                      to_mib(bytes), TRANSIENT_RETRIES);
+        st = climb(ladder);
     } else if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(bytes),
-                      ggml_cpool_status_str(st));
+        ladder.report(st);
     }
     if (st != OK) {
         observe();

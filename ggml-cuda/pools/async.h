@@ -65,6 +65,8 @@ class pool_async final : public pool {
         flush_reuse();
         drain();
     }
+    // the rungs of the out-of-memory ladder (recovery.h) for a refused stream-ordered allocation
+    class steps;
     // an allocation while the stream is capturing: from the capture cache (best fit), else a
     // buffer of its own outside the graph
     status alloc_in_capture(const request & r, void ** ptr, size_t * actual);

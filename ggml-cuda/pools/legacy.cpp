@@ -1,7 +1,6 @@
 #include "legacy.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 
 namespace gcp {
 
@@ -11,40 +10,22 @@ pool_legacy::~pool_legacy() {
 }
 
 size_t pool_legacy::cached_bytes() const {
-    size_t bytes = bins_.bytes();
-    for (const size_bins::buffer & b : growth_) {
-        bytes += b.size;
-    }
-    return bytes;
+    return bins_.bytes() + reserve_.bytes();
 }
 
 void pool_legacy::note_growth(size_t size) {
-    // room first (may throw): nothing below allocates
-    reserve_at_least(growth_, MAX_GROWING);
-    reserve_at_least(growing_out_, growing_out_.size() + 1);
-    growth_need_ = size;
-    for (size_t i = growth_.size(); i-- > 0;) {
-        if (growth_[i].size < size) { // outgrown: any request may use it now, and it goes back first
-            bins_.reserve(growth_[i].size);
-            bins_.put(growth_[i].ptr, growth_[i].size, ++outgrown_);
-            growth_.erase(growth_.begin() + std::ptrdiff_t(i));
-        }
-    }
+    reserve_.grow_to(size, [&](const size_bins::buffer & b) {
+        bins_.reserve(b.size);
+        bins_.put(b.ptr, b.size, ++outgrown_);
+    });
 }
 
 bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
-    auto best = growth_.end();
-    for (auto it = growth_.begin(); it != growth_.end(); ++it) {
-        if (it->size >= size && (best == growth_.end() || it->size < best->size)) {
-            best = it;
-        }
-    }
-    if (best == growth_.end()) {
+    if (!reserve_.best_fit(size, hit)) {
         return false;
     }
-    bins_.reserve(best->size); // counted out, as every buffer handed out is (may throw: nothing taken)
-    *hit = *best;
-    growth_.erase(best);
+    bins_.reserve(hit->size); // counted out, as every buffer handed out is (may throw: nothing taken)
+    reserve_.take(hit->ptr);
     return true;
 }
 
@@ -62,7 +43,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
         // larger than its miss would take: that was made for another request (a weight matrix's
         // dequantization), which would miss while it waits there for growing requests only
         if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
-            growing_out_.push_back(hit.ptr); // within the room note_growth made
+            reserve_.lend(hit.ptr); // within the room note_growth made
         }
         *ptr    = hit.ptr;
         *actual = hit.size;
@@ -72,40 +53,50 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     return miss(r, ptr, actual);
 }
 
+class pool_legacy::steps final : public recovery_steps {
+  public:
+    steps(pool_legacy & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
+
+    status retry() override { return p_.drv_.malloc(p_.device_, *bytes_, ptr_); }
+    status give_back() override { return p_.give_back(*bytes_, ptr_, &how_); }
+    // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
+    // misses they spare), not a failed request
+    status fall_back() override { return p_.fall_back(r_, bytes_, ptr_); }
+
+    void refuse_in_capture() override {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                     p_.name(), to_mib(*bytes_));
+    }
+    void report(status /*st*/) override {
+        if (how_ == nullptr) {
+            return; // the synchronize's line said why nothing was given back
+        }
+        p_.driver_failed(GGML_CPOOL_LOG_WARN,
+                         "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
+                         to_mib(*bytes_), how_, to_mib(p_.stats_.live_bytes), TRANSIENT_RETRIES);
+    }
+
+  private:
+    pool_legacy &   p_;
+    const request & r_;
+    size_t *        bytes_; // the last size asked for
+    void **         ptr_;
+    const char *    how_ = nullptr;
+};
+
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     stats_.misses++;
     size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
     bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
     keep_within_headroom(bytes);
-    status st = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.malloc(device_, bytes, ptr);
-    }
+    status st = drv_.malloc(device_, bytes, ptr, cached_bytes());
     if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
         return OK;
     }
     if (st == OUT_OF_MEMORY) {
-        // during a capture nothing can be given back: the request at its own size at once
-        st               = capturing() ? fall_back(r, &bytes, ptr) : OUT_OF_MEMORY;
-        const char * how = nullptr;
-        if (st == OUT_OF_MEMORY) {
-            st = recover(bytes, ptr, &how);
-        }
-        // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
-        // misses they spare), not a failed request: the request at its own size before it fails
-        if (st == OUT_OF_MEMORY && how != nullptr) {
-            st = fall_back(r, &bytes, ptr);
-        }
-        if (st == OUT_OF_MEMORY && how != nullptr) {
-            st = retry_transient([&] { return drv_.malloc(device_, bytes, ptr); });
-            if (st != OK) {
-                driver_failed(GGML_CPOOL_LOG_WARN,
-                              "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after "
-                              "a pause did not help",
-                              to_mib(bytes), how, to_mib(stats_.live_bytes), TRANSIENT_RETRIES);
-            }
-        }
+        steps ladder(*this, r, &bytes, ptr);
+        st = climb(ladder);
     } else if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
@@ -116,7 +107,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     }
     on_driver_alloc(bytes);
     if (r.growing()) {
-        growing_out_.push_back(*ptr); // within the room note_growth made
+        reserve_.lend(*ptr); // within the room note_growth made
     }
     *actual = bytes;
     return OK;
@@ -142,9 +133,7 @@ status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
 }
 
 bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
-    const bool fits =
-        std::any_of(growth_.begin(), growth_.end(), [&](const size_bins::buffer & b) { return b.size >= size; });
-    if (!fits) {
+    if (!reserve_.holds(size)) {
         return false;
     }
     driver_failed(); // the line below says how it ends
@@ -164,9 +153,8 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
     if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
         return;
     }
-    const size_t peak   = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
-    const size_t budget = headroom_budget(peak, opt_.headroom_pct);
-    if (stats_.reserved_bytes + bytes <= budget || bins_.count() == 0 || capturing()) {
+    const size_t excess = headroom_excess(stats_, bytes, opt_.headroom_pct);
+    if (excess == 0 || bins_.count() == 0 || capturing()) {
         return;
     }
     // queued kernels may still use cached buffers: they finish before any goes back
@@ -176,21 +164,14 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t excess = stats_.reserved_bytes + bytes - budget;
-    const size_t freed  = release_oldest(excess, scope::ordinary);
+    const size_t peak  = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
+    const size_t freed = release_oldest(excess, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-status pool_legacy::recover(size_t bytes, void ** ptr, const char ** how) {
-    driver_failed(); // the lines below say how it ends
-    if (capturing()) {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
-                     "no reclaim, returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
-                     name(), to_mib(bytes));
-        return OUT_OF_MEMORY;
-    }
+status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
     // queued kernels may still use cached buffers: let them finish before any goes back; it also
     // lets other streams' frees land. The pool's stream, not the device: a device-wide
     // synchronize would break a graph capture that another context runs on this device
@@ -254,11 +235,7 @@ bool pool_legacy::release(const size_bins::buffer & b) {
                       to_mib(b.size), ggml_cpool_status_str(st));
         return false;
     }
-    auto reserved =
-        std::find_if(growth_.begin(), growth_.end(), [&](const size_bins::buffer & g) { return g.ptr == b.ptr; });
-    if (reserved != growth_.end()) {
-        growth_.erase(reserved);
-    } else {
+    if (!reserve_.remove(b.ptr)) {
         bins_.remove(b.ptr, b.size);
     }
     on_driver_free(b.size);
@@ -283,7 +260,7 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
         };
         bins_.for_each(consider);
         if (which != scope::ordinary) {
-            std::for_each(growth_.begin(), growth_.end(), consider);
+            reserve_.for_each(consider);
         }
         if (!found) {
             break;
@@ -296,22 +273,17 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 
 void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
-    if ((!growing_out_.empty() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
+    if ((reserve_.lent() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
         return;
     }
     bins_.put(ptr, actual, clock_); // within the room its bin kept
 }
 
 bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
-    auto growing = std::find(growing_out_.begin(), growing_out_.end(), ptr);
-    if (growing != growing_out_.end()) {
-        growing_out_.erase(growing);
-        // still as large as the latest growing request: kept for the next steps of the growth
-        if (actual >= growth_need_ && growth_.size() < MAX_GROWING) {
-            bins_.forget_out(actual);
-            growth_.push_back({ ptr, actual, clock_ }); // within the room note_growth made
-            return true;
-        }
+    // still as large as the latest growing request: kept for the next steps of the growth
+    if (reserve_.keep(ptr, actual, clock_)) {
+        bins_.forget_out(actual);
+        return true;
     }
     if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
@@ -338,7 +310,7 @@ status pool_legacy::trim() {
     bool refused = false;
     auto check   = [&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); };
     bins_.for_each(check);
-    std::for_each(growth_.begin(), growth_.end(), check);
+    reserve_.for_each(check);
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
 

@@ -3,16 +3,11 @@
 // frees least-recently-used cached buffers (3x the request), retries, then flushes everything
 // and retries once (option lru off: flush and retry only, the plain kind), then asks for the
 // request without its doubling or look-ahead before it gives up. What it holds stays
-// near what it has needed at once: before a miss takes more from the driver, cached buffers that
-// a growing request has outgrown, then least-recently-used ones, go back until the pool would
-// hold at most `headroom_pct` percent above its peak live bytes, so outgrown buffers are not
-// stranded (out-of-memory recovery, too, takes outgrown buffers first). A buffer that served a
-// growing request (OVERALLOCATE) and is still large enough for the latest one is kept in the
-// growth reserve: only growing requests take it, and the headroom rule leaves it, so the 2x it
-// was allocated with serves the steps that follow (out-of-memory recovery and trim still give it
-// back). Not an ordinary cached buffer larger than the growing request's miss would take, which
-// best fit lent it: that one goes back to the ordinary cache, for the request it was made for.
+// near what it has needed at once (the headroom and the growth reserve, growth-reserve.h): before
+// a miss takes more from the driver, cached buffers that a growing request has outgrown, then
+// least-recently-used ones, go back (out-of-memory recovery, too, takes outgrown buffers first).
 
+#include "growth-reserve.h"
 #include "pool.h"
 #include "size-bins.h"
 
@@ -29,9 +24,6 @@ class pool_legacy final : public pool {
     // LRU reclaim frees this multiple of the failed allocation, so the retry can also leave
     // room for the next few requests instead of failing again one buffer later
     static constexpr size_t RECLAIM_FACTOR = 3;
-    // growing buffers in the reserve at once: the K and V conversions of a context, with room
-    // for a few more sequences of growth; beyond it they are cached as any other buffer
-    static constexpr size_t MAX_GROWING = 8;
 
     struct options {
         bool     lru;          // LRU reclaim before the flush (false: the plain kind)
@@ -61,9 +53,10 @@ class pool_legacy final : public pool {
     // every one (destruction)
     enum class scope { ordinary, unpinned, everything };
 
-    // after a driver out-of-memory: reclaim, flush and retry; on OUT_OF_MEMORY *how says what
-    // was tried, or stays null where a line said why nothing could be (a capture)
-    status recover(size_t bytes, void ** ptr, const char ** how);
+    class steps; // the rungs of the out-of-memory ladder (recovery.h) for one miss
+    // the ladder's give_back: synchronize, then reclaim, flush, a retry after each; on
+    // OUT_OF_MEMORY *how says what was tried, and stays null where a line said why nothing could be
+    status give_back(size_t bytes, void ** ptr, const char ** how);
     // after the driver refused *bytes for r: the request at the smaller sizes fallback_bytes
     // gives, until one is taken (*bytes: the last size asked for, whose room the bins keep)
     status fall_back(const request & r, size_t * bytes, void ** ptr);
@@ -71,7 +64,7 @@ class pool_legacy final : public pool {
     bool   release(const size_bins::buffer & b); // one cached buffer to the driver; false if refused
     // cached buffers in `which`, least recently used first, until `target` bytes went back
     size_t release_oldest(size_t target, scope which);
-    size_t cached_count() const { return bins_.count() + growth_.size(); }
+    size_t cached_count() const { return bins_.count() + reserve_.count(); }
     // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
     void   note_growth(size_t size);
     // the best fit in the reserve, counted out (false when none holds the request)
@@ -80,20 +73,17 @@ class pool_legacy final : public pool {
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
     bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
-    options                        opt_;
-    size_bins                      bins_;
-    // the growth reserve (cached) and the buffers handed out for growing requests
-    std::vector<size_bins::buffer> growth_;
-    std::vector<void *>            growing_out_;
-    size_t                         growth_need_ = 0; // the latest growing request
+    options                   opt_;
+    size_bins                 bins_;
+    growth_reserve            reserve_;
     // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
     // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any
     // buffer a request has used, however recently the growing buffer itself was used: nothing
     // asks for it again, while a scratch freed just before it (ggml frees in reverse order) is
     // asked for again in the next step
-    static constexpr uint64_t      FIRST_USE = uint64_t(1) << 62;
-    uint64_t                       clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
-    uint64_t                       outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
+    static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
+    uint64_t                  clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
+    uint64_t                  outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
 };
 
 } // namespace gcp

@@ -3,10 +3,8 @@
 #include "../support/log.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdarg>
 #include <cstdio>
-#include <thread>
 
 namespace gcp {
 
@@ -128,13 +126,6 @@ void pool::pin_release(uint64_t graph) {
 void pool::log_fallback(size_t refused, size_t taken, size_t size) const {
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
                   to_mib(refused), to_mib(taken), to_mib(size));
-}
-
-void pool::pause_before_retry(int attempt) const {
-    const uint32_t us = drv_.transient_pause_us();
-    if (us != 0) {
-        std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(us) << (attempt - 1)));
-    }
 }
 
 status pool::synchronize() {

@@ -4,6 +4,7 @@
 
 #include "../drivers/driver.h"
 #include "live-set.h"
+#include "recovery.h"
 #include "../support/log.h"
 
 #include <algorithm>
@@ -112,36 +113,10 @@ class pool {
         return ahead < refused ? ahead : exact < refused ? exact : 0;
     }
     // one line: `refused` bytes were refused for a request of `size`, which took `taken` instead
-    void                         log_fallback(size_t refused, size_t taken, size_t size) const;
-    // A refusal may pass by itself (frees landing on other streams, another process giving memory
-    // back): up to TRANSIENT_RETRIES more attempts, each after a pause that doubles from the
-    // driver's (1 ms on a real device: 1 + 2 + 4 = 7 ms in all, so a refusal that persists still
-    // reaches the caller promptly) and a synchronize of the stream. None during a capture, where
-    // no synchronize is legal. The last attempt's status; a failed one's error is cleared.
-    static constexpr int         TRANSIENT_RETRIES = 3;
-    template <typename F> status retry_transient(F && attempt) {
-        if (capturing()) {
-            return OUT_OF_MEMORY;
-        }
-        status st = OUT_OF_MEMORY;
-        for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
-            pause_before_retry(i);
-            st = synchronize();
-            if (st != OK) {
-                driver_failed(); // the caller reports the allocation that failed
-                return OUT_OF_MEMORY;
-            }
-            st = attempt();
-            if (st == OK) {
-                GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", name(), i,
-                              TRANSIENT_RETRIES);
-            } else {
-                driver_failed(); // the next attempt or the caller's line says how it ends
-            }
-        }
-        return st;
-    }
-    void pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+    void   log_fallback(size_t refused, size_t taken, size_t size) const;
+    // after the driver refused an allocation for want of memory: the out-of-memory ladder
+    // (recovery.h) over this pool's rungs; the status the caller gets
+    status climb(recovery_steps & steps);
 
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
     void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
@@ -194,6 +169,10 @@ class pool {
     ggml_cpool_stats stats_{};
 
   private:
+    // the ladder's transient retries: the last attempt's status; a failed one's error is cleared
+    status retry_transient(recovery_steps & steps);
+    void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+
     // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then.
     // Inline: outside pin mode it is one insert, on every hit
     void record(void * ptr, size_t actual) {

@@ -1,7 +1,6 @@
 #include "vmm.h"
 
 #include "../support/log.h"
-#include "reclaimable.h"
 
 #include <algorithm>
 #include <iterator>
@@ -86,11 +85,7 @@ status pool_vmm::grow(size_t bytes) {
     const size_t offset = mapped_;
     vmm_handle   handle = 0;
     const char * what   = "creating";
-    status       st     = OK;
-    {
-        reclaimable_scope scope(cached_bytes());
-        st = drv_.vmm_create(device_, size, &handle);
-    }
+    status       st     = drv_.vmm_create(device_, size, &handle, cached_bytes());
     if (st == OK) {
         what = "mapping";
         st   = drv_.vmm_map(device_, base_ + offset, size, handle);
@@ -143,6 +138,45 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
     return true;
 }
 
+class pool_vmm::steps final : public recovery_steps {
+  public:
+    steps(pool_vmm & p, size_t bytes) : p_(p), bytes_(bytes), growth_(p.used_ + bytes - p.mapped_) {}
+
+    status retry() override { return p_.grow(growth_); }
+    // one retry once the stream's work (and other streams' frees) has landed, for a failure that
+    // has passed by then
+    status give_back() override {
+        GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", p_.name(), to_mib(growth_));
+        status st = p_.synchronize();
+        if (st != OK) {
+            p_.driver_failed(); // the failed growth is what the report says
+            return OUT_OF_MEMORY;
+        }
+        st = p_.grow(growth_);
+        GCP_LOG_DEBUG("%s: retry %s", p_.name(), st == OK ? "succeeded" : "failed");
+        return st;
+    }
+    void refuse_in_capture() override {
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
+                     "memory, and no retry is legal there",
+                     p_.name(), to_mib(bytes_), to_mib(growth_));
+    }
+    void report(status st) override {
+        if (st != OUT_OF_MEMORY) {
+            return; // grow's line said why
+        }
+        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
+                     "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
+                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.mapped_), to_mib(p_.stats_.live_bytes),
+                     TRANSIENT_RETRIES);
+    }
+
+  private:
+    pool_vmm &   p_;
+    const size_t bytes_;
+    const size_t growth_; // what the top needs mapped beyond what is
+};
+
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
@@ -186,7 +220,8 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
             return alone();
         }
         if (st == OUT_OF_MEMORY) {
-            st = retry_growth(bytes);
+            steps ladder(*this, bytes);
+            st = climb(ladder);
         }
         if (st != OK) {
             return st;
@@ -197,37 +232,6 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     *actual = bytes;
     used_ += bytes;
     return OK;
-}
-
-status pool_vmm::retry_growth(size_t bytes) {
-    const size_t growth = used_ + bytes - mapped_;
-    if (capturing()) {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
-                     "memory, and no retry is legal there",
-                     name(), to_mib(bytes), to_mib(growth));
-        return OUT_OF_MEMORY;
-    }
-    // nothing cached to give back: one retry once the stream's work (and other streams' frees) has
-    // landed, for a failure that has passed by then, then the transient retries
-    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(growth));
-    status st = synchronize();
-    if (st == OK) {
-        st = grow(growth);
-        GCP_LOG_DEBUG("%s: retry %s", name(), st == OK ? "succeeded" : "failed");
-    } else {
-        driver_failed(); // the failed growth is what the caller reports
-        st = OUT_OF_MEMORY;
-    }
-    if (st == OUT_OF_MEMORY) {
-        st = retry_transient([&] { return grow(growth); });
-    }
-    if (st == OUT_OF_MEMORY) {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
-                     "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                     name(), to_mib(bytes), to_mib(growth), to_mib(mapped_), to_mib(stats_.live_bytes),
-                     TRANSIENT_RETRIES);
-    }
-    return st;
 }
 
 void pool_vmm::do_free(void * ptr, size_t actual) noexcept {

@@ -56,9 +56,9 @@ class pool_vmm final : public pool {
 
     status reserve();
     status grow(size_t bytes); // map at least bytes more
-    // the top's growth for `bytes` was refused: a synchronize and one retry, then the transient
-    // retries; a line when they fail too (or at once during a capture, where none is legal)
-    status retry_growth(size_t bytes);
+    // the rungs of the out-of-memory ladder (recovery.h) when the top's growth for a request was
+    // refused: nothing is cached to give back, so one retry after a synchronize
+    class steps;
     // the smallest hole of at least `bytes`, split when larger; false when none holds it
     bool   take_hole(size_t bytes, void ** ptr);
     bool   unmap_last_chunk();
