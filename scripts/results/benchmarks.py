@@ -13,7 +13,7 @@ from . import markdown, source
 ASYNC_COLUMNS = (("HitPair/kind:2", "legacy"), ("HitPair/kind:3", "plain"), ("HitPair/kind:1", "vmm"),
                  ("HitPair/kind:4", "async"), ("CaptureQuery/api:0", "runtime query"),
                  ("CaptureQuery/api:1", "driver query"))
-HIT_KINDS = ("ggml-style", "legacy", "plain", "vmm")
+HIT_KINDS = ("ggml-style", "ggml-vmm-style", "legacy", "plain", "vmm", "async")
 
 
 def medians(text, time="real_time"):
@@ -36,24 +36,27 @@ def bench_async(folder):
     return markdown.table([""] + [name for _, name in ASYNC_COLUMNS], rows)
 
 
-def bench_hit():
+def bench_hit(baseline="ggml-style"):
     """median CPU ns per alloc + free pair by kind and cached buffers, and the ratio to the
-    ggml-style pool at the same depth; a / between runs (files in their date order)"""
+    baseline at the same depth; a / between runs (files in their date order), a kind a run did
+    not time left out of its cell"""
     texts = []
     for path in sorted(glob.glob(os.path.join(source.ROOT, source.RESULTS, "bench-hit-*.json"))):
         with open(path) as f:
             texts.append(f.read())
     runs = sorted((json.loads(t)["context"]["date"], medians(t, "cpu_time")) for t in texts)
+    runs = [run for run in runs if any(k.startswith(f"hit/{baseline}/") for k in run[1])]
+    kinds = [k for k in HIT_KINDS if any(name.startswith(f"hit/{k}/") for _, run in runs for name in run)]
     depths = sorted({int(k.split("/")[2]) for _, run in runs for k in run})
     rows = []
     for depth in depths:
-        base = [run.get(f"hit/ggml-style/{depth}") for _, run in runs]
         row = [str(depth)]
-        for kind in HIT_KINDS:
-            ns = [run.get(f"hit/{kind}/{depth}") for _, run in runs]
-            cell = " / ".join(markdown.significant(x) for x in ns if x is not None) + " ns"
-            if kind != "ggml-style":
-                cell += " (" + " / ".join(f"{x / b:.2f}x" for x, b in zip(ns, base) if x and b) + ")"
+        for kind in kinds:
+            pairs = [(run.get(f"hit/{kind}/{depth}"), run.get(f"hit/{baseline}/{depth}")) for _, run in runs]
+            pairs = [(x, b) for x, b in pairs if x is not None]
+            cell = " / ".join(markdown.significant(x) for x, _ in pairs) + " ns"
+            if kind != baseline:
+                cell += " (" + " / ".join(f"{x / b:.2f}x" for x, b in pairs if b) + ")"
             row.append(cell)
         rows.append(row)
-    return markdown.table(["cached buffers"] + list(HIT_KINDS), rows)
+    return markdown.table(["cached buffers"] + kinds, rows)

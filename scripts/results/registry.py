@@ -8,10 +8,10 @@ family's file and one entry here."""
 import collections
 import functools
 
-from . import benchmarks, headline, longctx, pressure, rounds, rpc, runs, serve, source, speculative, speed, text
+from . import benchmarks, headline, longctx, pairs, pressure, rounds, rpc, runs, serve, source, speculative, speed, text
 
 FAMILIES = ("speed", "speculative", "growing", "faults", "memcheck-oom", "serve", "ops", "greedy", "longctx",
-            "syncs", "longgen", "rpc", "bench-async", "gpu-test")
+            "syncs", "longgen", "rpc", "bench-async", "gpu-test", "pairs")
 
 
 def declared():
@@ -119,6 +119,10 @@ TABLES = (
     Table("memcheck-oom", f"compute-sanitizer memcheck over llama-completion while computes fail (the memcheck_oom "
           f"step at {at('memcheck-oom')}: allocations refused from the second on, ten in all)",
           files("memcheck-oom", "memcheck-oom-KIND-graphs-G.*", True), lambda: runs.memcheck_oom(folder("memcheck-oom"))),
+    Table("pairs", f"Time inside the pools per alloc+free pair at {at('pairs')}: llama-server (8b-q8_0, -np 8, 64k, 24 "
+          "mixed requests, unconstrained) and graphs-off llama-bench (1b-q8_0, tg128, -fa 1, 3 repetitions), the "
+          "configurations interleaved in each round", files("pairs", "serve-rR/serve-CONFIG-free.stats, "
+          "pairs-CONFIG-rR.stats", True), lambda: pairs.table(folder("pairs"))),
     Table("serve-free", f"llama-server (8b-q8_0, -np 8, 64k) under 24 mixed requests, unconstrained, at {at('serve')}",
           files("serve", "serve-TAG-free.*", True), lambda: serve.free(folder("serve"))),
     Table("serve-spike", f"llama-server beside a co-tenant that leaves H MiB free over the second phase, at {at('serve')}",
@@ -171,6 +175,8 @@ TABLES = (
           files("gpu-test", "gpu/summary.txt", True), lambda: text.gpu_summary(folder("gpu-test"))),
     Table("bench-hit", "bench-hit on the sim driver: median CPU ns per alloc + free pair by kind and cached buffers, "
           "ratio to the ggml-style pool", "docs/results/bench-hit-*.json", benchmarks.bench_hit),
+    Table("bench-hit-vmm", "The same, ratio to the pool shaped like ggml's VMM pool (the runs that timed it)",
+          "docs/results/bench-hit-*.json", lambda: benchmarks.bench_hit("ggml-vmm-style")),
     Table("demo", "The demo's pool report on the sim driver (scripts/run.sh's; scripts/figures.sh)",
           "docs/results/sim/demo.txt", lambda: text.sim("demo")),
     Table("replay-700mib", "The demo's trace replayed against every configuration at 700 MiB (scripts/figures.sh; "
