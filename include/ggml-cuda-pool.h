@@ -1,7 +1,7 @@
 #pragma once
 
 // ggml-cuda-pool: device-memory pools of a ggml-style CUDA/HIP backend.
-// A context (one session) owns one pool per device; a pool hands out scratch buffers and calls
+// A context (one per ggml backend context) owns one pool per device; a pool hands out scratch buffers and calls
 // the driver only on a miss. No call aborts or throws: every failure is a status and a log line.
 // What tests and tools use besides (the sim driver's parameters, fault injection, call counters,
 // leak checks) is in ggml-cuda-pool-testing.h.
@@ -132,7 +132,7 @@ GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_create (enum ggml_
 GGML_CPOOL_API void                         ggml_cpool_driver_release(ggml_cpool_driver_t driver);
 GGML_CPOOL_API int                          ggml_cpool_driver_device_count(ggml_cpool_driver_t driver);
 
-// contexts: one per session; pools are created lazily per device and belong to the context alone
+// contexts: one per ggml backend context; pools are created lazily per device and belong to the context alone
 GGML_CPOOL_API struct ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_create (const struct ggml_cpool_ctx_params * params, ggml_cpool_ctx_t * out);
 GGML_CPOOL_API void                         ggml_cpool_ctx_free   (ggml_cpool_ctx_t ctx); // releases every device's memory
