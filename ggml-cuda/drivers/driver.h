@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <utility>
 
 namespace gcp {
 
@@ -161,24 +162,24 @@ class driver {
         }
         return st;
     }
-    // a call of an optional capability: UNSUPPORTED where the device has none
-    template <typename F> status run_vmm(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
+    // a call of an optional capability (of what get returns for the device): UNSUPPORTED where
+    // the device has none
+    template <typename Cap, typename F>
+    status run_capability(Cap * (device_primitives::*get)(int), call c, int device, size_t size, F && op,
+                          size_t reclaimable) {
         return run(
             c, device, size,
             [&](device_primitives & p) {
-                vmm_primitives * v = p.vmm(device);
-                return v ? op(*v) : UNSUPPORTED;
+                Cap * cap = (p.*get)(device);
+                return cap ? op(*cap) : UNSUPPORTED;
             },
             reclaimable);
     }
+    template <typename F> status run_vmm(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
+        return run_capability(&device_primitives::vmm, c, device, size, std::forward<F>(op), reclaimable);
+    }
     template <typename F> status run_mempool(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
-        return run(
-            c, device, size,
-            [&](device_primitives & p) {
-                mempool_primitives * m = p.mempool(device);
-                return m ? op(*m) : UNSUPPORTED;
-            },
-            reclaimable);
+        return run_capability(&device_primitives::mempool, c, device, size, std::forward<F>(op), reclaimable);
     }
 
     std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom
