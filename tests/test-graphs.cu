@@ -29,7 +29,7 @@ constexpr int    N            = 1 << 16; // elements of the graph's scratch buff
 constexpr size_t BYTES        = N * sizeof(float);
 constexpr int    REPLAYS      = 500;
 constexpr int    THREADS      = 256;
-constexpr size_t SHARED_BYTES = 2 * MiB; // beyond the async reuse cache's largest buffer (1 MiB)
+constexpr size_t SHARED_BYTES = ASYNC_UNCACHED; // beyond the async reuse cache's largest buffer
 
 __global__ void read_scratch(const float * scratch, float * out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
