@@ -105,6 +105,33 @@ TEST_F(Vmm, OutOfOrderFreeLeavesAHoleThatIsReusedAndTheTopUnwinds) {
     EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
 }
 
+// the block list is the pool's record of live buffers: a free must name a live block's start
+// and size, below the top as on it, and a refused one changes nothing
+TEST_F(Vmm, FreesOfHolesMergedBlocksAndWrongSizesBelowTheTopAreRefused) {
+    open(256 * MiB, 64 * MiB);
+    buf a = alloc(pool_, 1 * MiB), b = alloc(pool_, 1 * MiB), c = alloc(pool_, 1 * MiB), top = alloc(pool_, 1 * MiB);
+    release(pool_, b);
+    release(pool_, c); // merged into b's hole: its address starts no block now
+    log_capture            log;
+    const ggml_cpool_stats before = stats_of(pool_);
+    EXPECT_EQ(ggml_cpool_free(pool_, b.ptr, b.size), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "a hole";
+    EXPECT_EQ(ggml_cpool_free(pool_, c.ptr, c.size), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "merged into a hole";
+    EXPECT_EQ(ggml_cpool_free(pool_, a.ptr, a.size * 2), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "below the top";
+    EXPECT_EQ(ggml_cpool_free(pool_, top.ptr, top.size - 128), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << "the top";
+    EXPECT_EQ(ggml_cpool_free(pool_, static_cast<char *>(top.ptr) + top.size, 128), GGML_CPOOL_STATUS_INVALID_ARGUMENT)
+        << "past the top";
+    EXPECT_EQ(log.lines(GGML_CPOOL_LOG_ERROR).size(), 5u) << "one line per refused call";
+    const ggml_cpool_stats after = stats_of(pool_);
+    EXPECT_EQ(after.live_bytes, before.live_bytes);
+    EXPECT_EQ(after.cached_bytes, before.cached_bytes);
+    release(pool_, top); // unwinds the hole too
+    buf again = alloc(pool_, 1 * MiB);
+    EXPECT_EQ(again.ptr, b.ptr) << "the top came down to a's end";
+    release(pool_, again);
+    release(pool_, a);
+    EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
+}
+
 TEST_F(Vmm, AHoleIsSplitAndFreedNeighboursMerge) {
     open(256 * MiB, 64 * MiB);
     buf a = alloc(pool_, 1 * MiB), b = alloc(pool_, 1 * MiB), c = alloc(pool_, 1 * MiB), keep = alloc(pool_, 1 * MiB);

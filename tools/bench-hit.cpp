@@ -4,6 +4,11 @@
 //
 //   hit/<pool>/<cached>   <pool>: ggml-style, ggml-vmm-style, legacy, plain, vmm, async; <cached>: 8,
 //                         64 or 256 buffers
+//   cold/<pool>/<cached>  the same pairs with the pool's lines evicted before each call, as the
+//                         driver work of the kernel launches between two pool calls in an engine
+//                         evicts them; each call timed alone by the clock, as the llama.cpp
+//                         adapter times it (GGML_CUDA_POOL_STATS), so that the clock's cost is in
+//                         every pool's figure alike
 //
 // Each pool is first made to serve <cached> buffers of mixed sizes at once (log-uniform between
 // 4 KiB and 64 MiB) and take them all back; then every timed pair asks for a size a little below
@@ -11,8 +16,8 @@
 // kinds and the baseline that is <cached> cached buffers to choose from; a VMM pool serves every
 // request from its mapped range, whatever the depth; the async kind from its reuse cache where the
 // buffer fits it, else from the device's stream-ordered pool (the sim's). After the run, a summary
-// gives each pool's median CPU time (steadier than wall time on a shared machine) and its ratio to
-// each ggml-shaped pool at the same depth.
+// gives each pool's median CPU time (steadier than wall time on a shared machine; the clock's time
+// for cold) and its ratio to each ggml-shaped pool at the same depth.
 //
 // Defaults: 5 repetitions, randomly interleaved, aggregates only; any --benchmark_* flag given
 // overrides them (CI: --benchmark_min_time=0.001 --benchmark_repetitions=2).
@@ -23,6 +28,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -41,8 +47,59 @@ constexpr size_t   REQUESTS     = 4096;             // timed requests cycle thro
 constexpr size_t   BELOW_PERMIL = 30;               // a request is up to 3% below the buffer it was made for
 constexpr size_t   SIM_CAPACITY = size_t(64) << 30; // host pages are reserved, never touched
 constexpr uint64_t SEED         = 12;
+constexpr int64_t  COLD_PAIRS   = 2000; // a cold run's timed pairs
 
 const char * const BASELINES[] = { "ggml-style", "ggml-vmm-style" };
+const char * const FAMILIES[]  = { "hit", "cold" };
+
+// what a kernel launch's driver work does to a pool's lines between two of its calls: a walk
+// over more memory than a core's L1 and L2 caches hold, which leaves the pool's lines in L3
+class evictor {
+  public:
+    static constexpr size_t BYTES = 4 * MiB;
+    static constexpr size_t LINE  = 64;
+
+    void operator()() {
+        for (size_t i = 0; i < BYTES; i += LINE) {
+            lines_[i]++;
+        }
+        benchmark::ClobberMemory();
+    }
+
+  private:
+    std::vector<unsigned char> lines_ = std::vector<unsigned char>(BYTES);
+};
+
+// times the pairs of a run: back to back (hit), or each call alone after an eviction (cold)
+class pair_timer {
+  public:
+    explicit pair_timer(bool cold) : cold_(cold) {}
+
+    // one alloc + free pair: alloc() returns the buffer and its size, free(ptr, size) takes it back
+    template <typename A, typename F> bool pair(benchmark::State & state, A && alloc, F && free) {
+        if (!cold_) {
+            auto b = alloc();
+            benchmark::DoNotOptimize(b.first);
+            return b.first != nullptr && free(b.first, b.second);
+        }
+        evict_();
+        const auto t0 = clock::now();
+        auto       b  = alloc();
+        const auto t1 = clock::now();
+        benchmark::DoNotOptimize(b.first);
+        evict_();
+        const auto t2 = clock::now();
+        const bool ok = b.first != nullptr && free(b.first, b.second);
+        const auto t3 = clock::now();
+        state.SetIterationTime(std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count());
+        return ok;
+    }
+
+  private:
+    using clock = std::chrono::steady_clock;
+    bool    cold_;
+    evictor evict_;
+};
 
 struct subject {
     const char *    name;
@@ -75,7 +132,7 @@ workload make_workload(int cached) {
 }
 
 // a ggml-shaped pool made to hold the workload's buffers, then timed over its requests
-template <typename Pool> void bench_baseline(benchmark::State & state, Pool & pool, const workload & w) {
+template <typename Pool> void bench_baseline(benchmark::State & state, Pool & pool, const workload & w, bool cold) {
     std::vector<void *> held;
     std::vector<size_t> sizes(w.fill.size());
     for (size_t i = 0; i < w.fill.size(); i++) {
@@ -84,30 +141,41 @@ template <typename Pool> void bench_baseline(benchmark::State & state, Pool & po
     for (size_t i = held.size(); i-- > 0;) { // in reverse: a VMM-shaped pool takes back its top alone
         pool.free(held[i], sizes[i]);
     }
-    size_t i = 0;
+    pair_timer timer(cold);
+    size_t     i = 0;
     for (auto _ : state) {
-        size_t actual = 0;
-        void * p      = pool.alloc(w.requests[i++ & (REQUESTS - 1)], &actual);
-        benchmark::DoNotOptimize(p);
-        pool.free(p, actual);
+        const size_t size  = w.requests[i++ & (REQUESTS - 1)];
+        auto         alloc = [&] {
+            size_t actual = 0;
+            void * p      = pool.alloc(size, &actual);
+            return std::make_pair(p, actual);
+        };
+        auto free = [&](void * p, size_t actual) {
+            pool.free(p, actual);
+            return true;
+        };
+        if (!timer.pair(state, alloc, free)) {
+            state.SkipWithError("the baseline pool could not serve a request");
+            break;
+        }
     }
 }
 
-void bench_ggml_style(benchmark::State & state, const workload & w) {
+void bench_ggml_style(benchmark::State & state, const workload & w, bool cold) {
     ggml_style_pool pool;
-    bench_baseline(state, pool, w);
+    bench_baseline(state, pool, w, cold);
 }
 
-void bench_ggml_vmm_style(benchmark::State & state, const workload & w) {
+void bench_ggml_vmm_style(benchmark::State & state, const workload & w, bool cold) {
     size_t range = MAX_SIZE; // room for every buffer of the fill at once, and a request beyond
     for (size_t size : w.fill) {
         range += size + ggml_style_vmm_pool::ALIGNMENT;
     }
     ggml_style_vmm_pool pool(range);
-    bench_baseline(state, pool, w);
+    bench_baseline(state, pool, w, cold);
 }
 
-void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload & w) {
+void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload & w, bool cold) {
     ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
     sim.capacity              = SIM_CAPACITY;
     ggml_cpool_ctx_params p   = ggml_cpool_ctx_default_params();
@@ -133,19 +201,28 @@ void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload &
     }
     ggml_cpool_stats before{};
     ggml_cpool_get_stats(pool, &before);
-    size_t i = 0;
+    pair_timer timer(cold);
+    size_t     i = 0;
     for (auto _ : state) {
         if (!ok) {
             state.SkipWithError("filling the pool failed");
             break;
         }
-        void * ptr    = nullptr;
-        size_t actual = 0;
-        if (ggml_cpool_alloc(pool, w.requests[i++ & (REQUESTS - 1)], 0, &ptr, &actual) != GGML_CPOOL_STATUS_OK) {
-            state.SkipWithError("alloc failed");
+        const size_t size  = w.requests[i++ & (REQUESTS - 1)];
+        auto         alloc = [&] {
+            void * ptr    = nullptr;
+            size_t actual = 0;
+            return ggml_cpool_alloc(pool, size, 0, &ptr, &actual) == GGML_CPOOL_STATUS_OK ?
+                               std::make_pair(ptr, actual) :
+                               std::make_pair(nullptr, size_t(0));
+        };
+        auto free = [&](void * ptr, size_t actual) {
+            return ggml_cpool_free(pool, ptr, actual) == GGML_CPOOL_STATUS_OK;
+        };
+        if (!timer.pair(state, alloc, free)) {
+            state.SkipWithError("alloc or free failed");
             break;
         }
-        ggml_cpool_free(pool, ptr, actual);
     }
     ggml_cpool_stats after{};
     ggml_cpool_get_stats(pool, &after);
@@ -174,7 +251,10 @@ class summary_reporter : public benchmark::ConsoleReporter {
             }
             entry & e = medians_[r.run_name.function_name];
             if (median || !e.median) { // a single repetition has no aggregate: its run stands in
-                e = { r.GetAdjustedCPUTime() * ns_per(r.time_unit), median, r.repetitions };
+                // cold: the clock's time, the calls' alone (the evictions are not in it)
+                const bool   cold = r.run_name.function_name.rfind("cold/", 0) == 0;
+                const double t    = cold ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime();
+                e                 = { t * ns_per(r.time_unit), median, r.repetitions };
             }
         }
         ConsoleReporter::ReportRuns(runs);
@@ -186,25 +266,27 @@ class summary_reporter : public benchmark::ConsoleReporter {
         for (auto & m : medians_) {
             reps = std::max(reps, long(m.second.repetitions));
         }
-        for (const char * baseline : BASELINES) {
-            printf("\nhit path: median CPU ns per alloc+free pair (%ld repetitions), and its ratio to the %s pool at "
-                   "the same depth\n",
-                   reps, baseline);
-            table(baseline);
+        for (const char * family : FAMILIES) {
+            for (const char * baseline : BASELINES) {
+                printf("\n%s: median %s ns per alloc+free pair (%ld repetitions), and its ratio to the %s pool at the "
+                       "same depth\n",
+                       family, std::string(family) == "cold" ? "clock" : "CPU", reps, baseline);
+                table(family, baseline);
+            }
         }
     }
 
-    void table(const char * baseline) const {
+    void table(const char * family, const char * baseline) const {
         printf("%-8s", "cached");
         for (const subject & s : SUBJECTS) {
             printf(" %18s", s.name);
         }
         printf("\n");
         for (int depth : DEPTHS) {
-            const entry * base = find(baseline, depth);
+            const entry * base = find(family, baseline, depth);
             printf("%-8d", depth);
             for (const subject & s : SUBJECTS) {
-                const entry * e = find(s.name, depth);
+                const entry * e = find(family, s.name, depth);
                 if (e == nullptr) {
                     printf(" %18s", "-");
                 } else if (base == nullptr || s.kind == GGML_CPOOL_KIND_AUTO) {
@@ -235,8 +317,8 @@ class summary_reporter : public benchmark::ConsoleReporter {
         }
     }
 
-    const entry * find(const char * name, int depth) const {
-        auto it = medians_.find(std::string("hit/") + name + "/" + std::to_string(depth));
+    const entry * find(const char * family, const char * name, int depth) const {
+        auto it = medians_.find(std::string(family) + "/" + name + "/" + std::to_string(depth));
         return it == medians_.end() ? nullptr : &it->second;
     }
 
@@ -262,16 +344,23 @@ int main(int argc, char ** argv) {
     for (int depth : DEPTHS) {
         workloads[depth] = make_workload(depth);
     }
-    for (int depth : DEPTHS) {
-        const workload & w = workloads[depth];
-        for (const subject & s : SUBJECTS) {
-            const std::string name = std::string("hit/") + s.name + "/" + std::to_string(depth);
-            if (s.name == BASELINES[0]) {
-                benchmark::RegisterBenchmark(name.c_str(), bench_ggml_style, w);
-            } else if (s.name == BASELINES[1]) {
-                benchmark::RegisterBenchmark(name.c_str(), bench_ggml_vmm_style, w);
-            } else {
-                benchmark::RegisterBenchmark(name.c_str(), bench_pool, s.kind, w);
+    for (const char * family : FAMILIES) {
+        const bool cold = std::string(family) == "cold";
+        for (int depth : DEPTHS) {
+            const workload & w = workloads[depth];
+            for (const subject & s : SUBJECTS) {
+                const std::string name             = std::string(family) + "/" + s.name + "/" + std::to_string(depth);
+                benchmark::internal::Benchmark * b = nullptr;
+                if (s.name == BASELINES[0]) {
+                    b = benchmark::RegisterBenchmark(name.c_str(), bench_ggml_style, w, cold);
+                } else if (s.name == BASELINES[1]) {
+                    b = benchmark::RegisterBenchmark(name.c_str(), bench_ggml_vmm_style, w, cold);
+                } else {
+                    b = benchmark::RegisterBenchmark(name.c_str(), bench_pool, s.kind, w, cold);
+                }
+                if (cold) { // a fixed count: the evictions, outside the clock's time, take the run's time
+                    b->UseManualTime()->Iterations(COLD_PAIRS);
+                }
             }
         }
     }

@@ -41,7 +41,7 @@ bool pool_async::observe(size_t pending) {
     // reuse or about to hand out: never report less, even when the read failed (live + cached ==
     // reserved); the capture cache's buffers come on top
     const size_t capture_out = capture_bytes_ - capture_cached_bytes();
-    const size_t device_live = stats_.live_bytes - std::min(stats_.live_bytes, capture_out);
+    const size_t device_live = counts_.live_bytes - std::min(counts_.live_bytes, capture_out);
     const size_t held_back   = deferred_bytes() + reuse_.bytes();
     reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
     bool grew                = reserved > stats_.reserved_bytes;
@@ -55,7 +55,7 @@ bool pool_async::observe(size_t pending) {
 
 size_t pool_async::cached_bytes() const {
     // reserved is the device pool's, so it holds at least this context's live bytes
-    return stats_.reserved_bytes > stats_.live_bytes ? stats_.reserved_bytes - stats_.live_bytes : 0;
+    return stats_.reserved_bytes > counts_.live_bytes ? stats_.reserved_bytes - counts_.live_bytes : 0;
 }
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
@@ -68,7 +68,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
         *actual = capture_cache_[best].size;
         capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(best));
         capture_out_.push_back(*ptr);
-        stats_.hits++;
+        counts_.hits++;
         return OK;
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
@@ -182,6 +182,7 @@ class pool_async::steps final : public recovery_steps {
 };
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
+    room_for_frees(live_count() + 1); // this buffer's included, before anything is taken
     if (capturing()) {
         return alloc_in_capture(r, ptr, actual);
     }
@@ -191,7 +192,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
-        stats_.hits++;
+        counts_.hits++;
         return OK;
     }
     if (!reuse_.empty() && would_grow(bytes)) {
@@ -217,7 +218,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         stats_.misses++;
         keep_within_headroom(bytes); // it grew where the unused memory looked enough: fragmented
     } else {
-        stats_.hits++;
+        counts_.hits++;
     }
     *actual = bytes;
     return OK;
@@ -259,19 +260,20 @@ void pool_async::give_back_down_to(size_t keep, size_t pending) {
                   name(), to_mib(before), to_mib(pool_peak_used_), to_mib(before - std::min(before, pool_reserved_)));
 }
 
-void pool_async::do_free(void * ptr, size_t actual) noexcept {
+size_t pool_async::do_free(void * ptr, size_t actual) noexcept {
     auto captured = std::find(capture_out_.begin(), capture_out_.end(), ptr);
     if (captured != capture_out_.end()) {
         // back to the capture cache: the next allocation of this capture may take it (the
         // stream's order makes that safe), and the graphs captured with it keep it
         capture_out_.erase(captured);
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
-        return;
+        return actual;
     }
     auto leave = [this](const reuse_cache::buffer & b) { give_back(b.ptr, b.size); };
     if (!reuse_.put({ ptr, actual }, leave)) {
         give_back(ptr, actual);
     }
+    return actual;
 }
 
 void pool_async::give_back(void * ptr, size_t actual) noexcept {

@@ -30,16 +30,17 @@ class pool_async final : public pool {
 
   protected:
     status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) noexcept override;
+    size_t do_free(void * ptr, size_t actual) noexcept override;
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
-    // come back to the capture cache; the reuse cache's may be held back when they leave it
-    void   room_for_frees(size_t buffers) override {
-        reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
-        reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
+    // come back to the capture cache; the reuse cache's may be held back when they leave it.
+    // Made before each allocation, may throw std::bad_alloc
+    void   room_for_frees(size_t buffers) {
+          reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
+          reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
     }
     size_t cached_bytes() const override;
     size_t held_bytes() const override {
-        return stats_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
+        return counts_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
     }
     size_t deferred_bytes() const { return bytes_of(deferred_); }
     size_t capture_cached_bytes() const { return bytes_of(capture_cache_); }

@@ -106,8 +106,8 @@ class growth_reserve {
         return best;
     }
 
+    std::vector<void *> out_;      // the buffers handed out for growing requests (every free asks)
     std::vector<buffer> cached_;   // the reserve
-    std::vector<void *> out_;      // the buffers handed out for growing requests
     size_t              need_ = 0; // the latest growing request
 };
 

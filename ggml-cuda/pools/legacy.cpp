@@ -47,7 +47,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
         *ptr    = hit.ptr;
         *actual = hit.size;
-        stats_.hits++;
+        counts_.hits++;
         return OK;
     }
     return miss(r, ptr, actual);
@@ -74,7 +74,7 @@ class pool_legacy::steps final : public recovery_steps {
         }
         p_.driver_failed(GGML_CPOOL_LOG_WARN,
                          "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                         to_mib(*bytes_), how_, to_mib(p_.stats_.live_bytes), TRANSIENT_RETRIES);
+                         to_mib(*bytes_), how_, to_mib(p_.counts_.live_bytes), TRANSIENT_RETRIES);
     }
 
   private:
@@ -143,7 +143,7 @@ bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, siz
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
                   to_mib(bytes), to_mib(hit.size));
     stats_.misses--;
-    stats_.hits++;
+    counts_.hits++;
     *ptr    = hit.ptr;
     *actual = hit.size;
     return true;
@@ -153,7 +153,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
     if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
         return;
     }
-    const size_t excess = headroom_excess(stats_, bytes, opt_.headroom_pct);
+    const size_t excess = headroom_excess(stats(), bytes, opt_.headroom_pct);
     if (excess == 0 || bins_.count() == 0 || capturing()) {
         return;
     }
@@ -164,7 +164,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t peak  = std::max(stats_.peak_live_bytes, stats_.live_bytes + bytes);
+    const size_t peak  = std::max(counts_.peak_live_bytes, counts_.live_bytes + bytes);
     const size_t freed = release_oldest(excess, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
@@ -184,7 +184,7 @@ status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
     if (cached_count() == 0) {
         // nothing to give back: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(bytes), to_mib(stats_.live_bytes));
+                      to_mib(bytes), to_mib(counts_.live_bytes));
         if (drv_.malloc(device_, bytes, ptr) == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded", name());
             return OK;
@@ -271,12 +271,13 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
     return freed;
 }
 
-void pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     clock_++;
     if ((reserve_.lent() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
-        return;
+        return actual;
     }
     bins_.put(ptr, actual, clock_); // within the room its bin kept
+    return actual;
 }
 
 bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {

@@ -39,7 +39,7 @@ class pool_legacy final : public pool {
 
   protected:
     status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) noexcept override;
+    size_t do_free(void * ptr, size_t actual) noexcept override;
     size_t cached_bytes() const override;
 
   private:
@@ -73,17 +73,19 @@ class pool_legacy final : public pool {
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
     bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
-    options                   opt_;
-    size_bins                 bins_;
-    growth_reserve            reserve_;
     // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
     // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any
     // buffer a request has used, however recently the growing buffer itself was used: nothing
     // asks for it again, while a scratch freed just before it (ggml frees in reverse order) is
     // asked for again in the next step
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
-    uint64_t                  clock_    = FIRST_USE; // ticks once per alloc and free: a total order of uses
-    uint64_t                  outgrown_ = 0;         // ticks once per outgrown buffer, oldest outgrown first
+
+    // the hit path's fields first, from a cache line of their own (pool.h says why)
+    alignas(64) uint64_t clock_ = FIRST_USE; // ticks once per alloc and free: a total order of uses
+    size_bins      bins_;
+    growth_reserve reserve_;
+    options        opt_;
+    uint64_t       outgrown_ = 0; // ticks once per outgrown buffer, oldest outgrown first
 };
 
 } // namespace gcp

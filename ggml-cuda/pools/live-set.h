@@ -12,14 +12,11 @@ namespace gcp {
 
 class live_set {
   public:
-    // room for `count` entries in all; may throw std::bad_alloc, and leaves the set as it was then
+    // room for `count` entries in all; may throw std::bad_alloc, and leaves the set as it was then.
+    // Inline where there is room already (every hit), the growth out of line
     void reserve(size_t count) {
-        size_t want = slots_.empty() ? MIN_SLOTS : slots_.size();
-        while (count * MAX_LOAD_DEN > want * MAX_LOAD_NUM) {
-            want *= 2;
-        }
-        if (want != slots_.size()) {
-            rehash(want);
+        if (count * MAX_LOAD_DEN > slots_.size() * MAX_LOAD_NUM) {
+            grow(count);
         }
     }
 
@@ -105,6 +102,14 @@ class live_set {
     // Fibonacci hashing over the address without its alignment bits, which every buffer shares
     static constexpr uint64_t GOLDEN     = 0x9E3779B97F4A7C15ull;
     static constexpr unsigned ALIGN_BITS = 7;
+
+    __attribute__((noinline)) void grow(size_t count) {
+        size_t want = slots_.empty() ? MIN_SLOTS : slots_.size();
+        while (count * MAX_LOAD_DEN > want * MAX_LOAD_NUM) {
+            want *= 2;
+        }
+        rehash(want);
+    }
 
     size_t home(const void * ptr) const {
         return size_t(((uint64_t(reinterpret_cast<uintptr_t>(ptr)) >> ALIGN_BITS) * GOLDEN) >> shift_);

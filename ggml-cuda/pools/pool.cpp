@@ -23,11 +23,47 @@ const char * pool::name() const {
 
 ggml_cpool_stats pool::stats() const {
     ggml_cpool_stats s = stats_;
+    s.live_bytes       = counts_.live_bytes;
+    s.peak_live_bytes  = counts_.peak_live_bytes;
+    s.allocs           = counts_.allocs;
+    s.hits             = counts_.hits;
     s.cached_bytes     = cached_bytes();
     return s;
 }
 
 status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
+    // one test for every bad argument (size - 1 wraps for a zero size); the cold path says which
+    if (ptr == nullptr || actual == nullptr || size - 1 >= MAX_REQUEST ||
+        (flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0) {
+        return reject_alloc(size, flags, ptr, actual);
+    }
+    *ptr    = nullptr;
+    *actual = 0;
+    // a free must never need host memory (failing, it would lose its buffer): room for every
+    // live buffer, this one included, to be recorded is made before anything is taken (a kind
+    // makes its own room in do_alloc)
+    if (!kind_records_) {
+        live_.reserve(live_.size() + 1);
+    }
+    const uint64_t hits = counts_.hits;
+    status         st   = do_alloc(request{ size, flags, limit }, ptr, actual);
+    if (st != OK) {
+        stats_.oom_returned += st == OUT_OF_MEMORY;
+        return st;
+    }
+    if (!kind_records_) {
+        live_.insert(*ptr, *actual); // within the room made above
+    }
+    if (pinning_ != 0) {
+        pin_new(ptr, actual, hits);
+    }
+    counts_.allocs++;
+    counts_.live_bytes += *actual;
+    counts_.peak_live_bytes = std::max(counts_.peak_live_bytes, counts_.live_bytes);
+    return OK;
+}
+
+status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     if (ptr == nullptr || actual == nullptr || size == 0) {
         GCP_LOG_ERROR("%s: alloc of %zu bytes with %s rejected", name(), size,
                       size == 0 ? "zero size" : "a null output pointer");
@@ -37,75 +73,61 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, si
         GCP_LOG_ERROR("%s: alloc with unknown flags 0x%x rejected", name(), flags);
         return INVALID_ARGUMENT;
     }
-    if (size > MAX_REQUEST) {
-        GCP_LOG_ERROR("%s: alloc of %zu bytes exceeds the largest request (%zu)", name(), size, MAX_REQUEST);
-        stats_.oom_returned++;
-        return OUT_OF_MEMORY;
-    }
-    *ptr    = nullptr;
-    *actual = 0;
-    // a free must never need host memory (failing, it would lose its buffer): room for every
-    // live buffer, this one included, to come back (and to be recorded) is made before anything
-    // is taken
-    live_.reserve(live_.size() + 1);
-    room_for_frees(live_.size() + 1);
-    const uint64_t hits = stats_.hits;
-    status         st   = do_alloc(request{ size, flags, limit }, ptr, actual);
-    if (st != OK) {
-        if (st == OUT_OF_MEMORY) {
-            stats_.oom_returned++;
-        }
-        return st;
-    }
-    try {
-        record(*ptr, *actual);
-    } catch (...) {
-        // no room to record it: give the buffer back rather than lose it (a hit was no hit)
-        do_free(*ptr, *actual);
-        stats_.hits = hits;
-        *ptr        = nullptr;
-        *actual     = 0;
-        throw;
-    }
-    stats_.allocs++;
-    stats_.live_bytes += *actual;
-    stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
-    return OK;
+    GCP_LOG_ERROR("%s: alloc of %zu bytes exceeds the largest request (%zu)", name(), size, MAX_REQUEST);
+    stats_.oom_returned++;
+    return OUT_OF_MEMORY;
 }
 
-void pool::pin_live(void * ptr, size_t actual) {
+void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
     try {
         // everything that allocates first: the graph's list then never holds a buffer that
         // was not handed out
         std::vector<void *> & list = graphs_[pinning_];
         reserve_at_least(list, list.size() + 1);
-        pin & p = pins_[ptr];
-        list.push_back(ptr);
+        pin & p = pins_[*ptr];
+        list.push_back(*ptr);
         p.graphs++;
         // an address can come back with another size: the pin covers the largest
-        p.size = std::max(p.size, actual);
+        p.size = std::max(p.size, *actual);
     } catch (...) {
-        live_.erase(ptr);
+        // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
+        if (!kind_records_) {
+            live_.erase(*ptr);
+        }
+        do_free(*ptr, *actual);
+        counts_.hits = hits;
+        *ptr         = nullptr;
+        *actual      = 0;
         throw;
     }
 }
 
 status pool::free(void * ptr, size_t actual) {
-    const size_t at = live_.slot_of(ptr);
-    if (at == live_set::NONE) {
+    if (!kind_records_) {
+        const size_t at = live_.slot_of(ptr);
+        if (at == live_set::NONE || live_.size_at(at) != actual) {
+            return reject_free(ptr, actual, at == live_set::NONE ? NOT_LIVE : live_.size_at(at));
+        }
+        live_.erase_at(at);
+    }
+    // frees without fail (alloc made room for this buffer to come back) what the record holds
+    const size_t recorded = do_free(ptr, actual);
+    if (recorded != actual) {
+        return reject_free(ptr, actual, recorded);
+    }
+    counts_.live_bytes -= actual;
+    return OK;
+}
+
+status pool::reject_free(const void * ptr, size_t actual, size_t recorded) const {
+    if (recorded == NOT_LIVE) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
-        return INVALID_ARGUMENT;
-    }
-    if (live_.size_at(at) != actual) {
+    } else {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      live_.size_at(at));
-        return INVALID_ARGUMENT;
+                      recorded);
     }
-    live_.erase_at(at);
-    stats_.live_bytes -= actual;
-    do_free(ptr, actual); // cannot fail: alloc made room for this buffer to come back
-    return OK;
+    return INVALID_ARGUMENT;
 }
 
 void pool::pin_release(uint64_t graph) {
@@ -201,19 +223,22 @@ void pool::on_released(size_t bytes) {
     stats_.reserved_bytes -= bytes;
 }
 
+void pool::warn_live(size_t buffers) const {
+    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), buffers,
+                 to_mib(counts_.live_bytes));
+}
+
 void pool::release_live() {
     if (live_.empty()) {
         return;
     }
-    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live_.size(),
-                 to_mib(stats_.live_bytes));
-    // free in reverse address order: the VMM pool then unwinds its stack in one pass; without
-    // room for that order (this runs in destructors, which must not throw), in any order
+    warn_live(live_.size());
+    // a copy first: a free changes the table. Without room for one (this runs in destructors,
+    // which must not throw), one buffer at a time
     try {
         std::vector<std::pair<void *, size_t>> live;
         live.reserve(live_.size());
         live_.for_each([&](const void * ptr, size_t size) { live.emplace_back(const_cast<void *>(ptr), size); });
-        std::sort(live.begin(), live.end(), [](auto & a, auto & b) { return a.first > b.first; });
         for (auto & b : live) {
             free(b.first, b.second);
         }

@@ -43,8 +43,13 @@ struct request {
 
 class pool {
   public:
+    // who keeps the record of live buffers that checks every free: the pool's table, or the kind's
+    // own structures (a VMM pool's block list), which then check the free in do_free
+    enum class live_record { table, kind };
+
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
-    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, live_record record = live_record::table) :
+        kind_records_(record == live_record::kind),
         stream_(stream),
         drv_(drv),
         device_(device),
@@ -124,12 +129,14 @@ class pool {
     void driver_failed() { drv_.clear_error(); }
 
     // r.size > 0 and <= MAX_REQUEST; on OK *actual >= r.size
-    virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
-    // never allocates host memory: a free that could fail would lose its buffer
-    virtual void   do_free(void * ptr, size_t actual) noexcept = 0;
-    // (optional) room for `buffers` more buffers to come back through do_free without
-    // allocating; called before each allocation, may throw std::bad_alloc
-    virtual void   room_for_frees(size_t /*buffers*/) {}
+    virtual status          do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
+    // frees a live buffer; never allocates host memory (a free that could fail would lose its
+    // buffer). The size the live record holds for ptr: `actual` once it is freed, NOT_LIVE or
+    // another size when the kind keeps the record (live_record::kind) and nothing was freed
+    static constexpr size_t NOT_LIVE                                    = SIZE_MAX;
+    virtual size_t          do_free(void * ptr, size_t actual) noexcept = 0;
+    // buffers handed out and not taken back
+    size_t                  live_count() const { return live_.size(); }
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
     void on_driver_alloc(size_t bytes);
@@ -145,8 +152,10 @@ class pool {
     // bytes held for reuse, from the pool's own structures
     virtual size_t cached_bytes() const = 0;
 
-    // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak list
+    // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak
+    // list; a kind that keeps the record frees its own and says so with warn_live
     void release_live();
+    void warn_live(size_t buffers) const;
 
     bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
@@ -161,31 +170,47 @@ class pool {
     // the stream is about to change: what is queued for the old one goes there first
     virtual void on_stream_change() {}
 
-    stream_t stream_ = nullptr;
+  private:
+    // the hit path's fields first, with the vtable pointer in the object's first cache line:
+    // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
+    // touches is a miss. The table follows, for the kinds that use it
+    uint64_t pinning_      = 0;
+    bool     kind_records_ = false; // live_record::kind
 
+  protected:
+    // what a hit changes in the statistics; stats() reports them with the rest
+    struct hit_counts {
+        size_t   live_bytes      = 0;
+        size_t   peak_live_bytes = 0;
+        uint64_t allocs          = 0;
+        uint64_t hits            = 0;
+    };
+    hit_counts counts_;
+
+  private:
+    live_set live_; // ptr -> actual size (live_record::table)
+
+  protected:
+    ggml_cpool_stats stats_{}; // the rest of the statistics (its hit counts are counts_)
+    stream_t         stream_ = nullptr;
     driver &         drv_;
     int              device_;
     ggml_cpool_kind  kind_;
-    ggml_cpool_stats stats_{};
 
   private:
     // the ladder's transient retries: the last attempt's status; a failed one's error is cleared
     status retry_transient(recovery_steps & steps);
     void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
 
-    // notes a buffer as live (and pinned, in pin mode); may throw, recording nothing then.
-    // Inline: outside pin mode it is one insert, on every hit
-    void record(void * ptr, size_t actual) {
-        live_.insert(ptr, actual); // within the room alloc made
-        if (pinning_ != 0) {
-            pin_live(ptr, actual);
-        }
-    }
-    // pins a buffer just recorded as live; may throw, forgetting it then
-    void pin_live(void * ptr, size_t actual);
+    // the line and status of an alloc with a bad argument (null output, zero or too large a size,
+    // unknown flags)
+    GCP_NOINLINE status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
+    // in pin mode: pins a buffer just recorded as live; may throw, and then the buffer went back
+    // and the call hands nothing out (a hit counted no hit)
+    GCP_NOINLINE void   pin_new(void ** ptr, size_t * actual, uint64_t hits);
+    // the line a rejected free logs: the record holds `recorded` for ptr (NOT_LIVE: nothing)
+    GCP_NOINLINE status reject_free(const void * ptr, size_t actual, size_t recorded) const;
 
-    live_set live_; // ptr -> actual size
-    uint64_t pinning_ = 0;
     struct pin {
         uint32_t graphs; // graphs pinning the buffer
         size_t   size;

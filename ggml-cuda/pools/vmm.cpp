@@ -8,13 +8,14 @@
 namespace gcp {
 
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM, stream),
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, live_record::kind),
     peer_access_(peer_access),
-    granularity_(drv.vmm_granularity(device)),
-    reserve_size_(round_up(std::min(reserve_size, MAX_REQUEST), granularity_)) {}
+    granularity_(drv.vmm_granularity(device)) {
+    reserve_size_ = round_up(std::min(reserve_size, MAX_REQUEST), granularity_);
+}
 
 pool_vmm::~pool_vmm() {
-    release_live();
+    release_blocks();
     unmap_above(0); // destruction gives everything back, pinned or not
     if (base_ != 0 && mapped_ == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
@@ -167,7 +168,7 @@ class pool_vmm::steps final : public recovery_steps {
         }
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
                      "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.mapped_), to_mib(p_.stats_.live_bytes),
+                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.mapped_), to_mib(p_.counts_.live_bytes),
                      TRANSIENT_RETRIES);
     }
 
@@ -178,10 +179,27 @@ class pool_vmm::steps final : public recovery_steps {
 };
 
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
+    // the hit: no hole to search, the top's mapped memory holds it, and the block list has room
+    if (holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() < blocks_.capacity()) {
+        counts_.hits++;
+        push(bytes, ptr, actual);
+        return OK;
+    }
+    return take(r, bytes, ptr, actual);
+}
+
+void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
+    blocks_.push_back({ used_, bytes, false }); // within capacity
+    *ptr    = reinterpret_cast<void *>(base_ + used_);
+    *actual = bytes;
+    used_ += bytes;
+}
+
+status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * actual) {
+    reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
     if (holes_ > 0 && take_hole(bytes, ptr)) {
-        stats_.hits++;
+        counts_.hits++;
         *actual = bytes;
         return OK;
     }
@@ -211,7 +229,7 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
         return OUT_OF_MEMORY;
     }
     if (used_ + bytes <= mapped_) {
-        stats_.hits++;
+        counts_.hits++;
     } else {
         stats_.misses++;
         status st = grow(used_ + bytes - mapped_);
@@ -227,21 +245,43 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
             return st;
         }
     }
-    blocks_.push_back({ used_, bytes, false });
-    *ptr    = reinterpret_cast<void *>(base_ + used_);
-    *actual = bytes;
-    used_ += bytes;
+    push(bytes, ptr, actual);
     return OK;
 }
 
-void pool_vmm::do_free(void * ptr, size_t actual) noexcept {
-    size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
-    auto   it     = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
-                                     [](const block & b, size_t off) { return b.offset < off; });
-    // the base class checked ptr is live, so the block is there
+std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
+    const uintptr_t addr = reinterpret_cast<uintptr_t>(ptr);
+    if (blocks_.empty() || addr < base_) {
+        return blocks_.end();
+    }
+    const size_t offset = addr - base_;
+    // ggml frees in the reverse order it allocates: the top block (never a hole), without a search
+    if (blocks_.back().offset == offset) {
+        return blocks_.end() - 1;
+    }
+    auto it = std::lower_bound(blocks_.begin(), blocks_.end(), offset,
+                               [](const block & b, size_t off) { return b.offset < off; });
+    return it != blocks_.end() && it->offset == offset && !it->freed ? it : blocks_.end();
+}
+
+size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
+    // ggml's free: the top block, with no hole below it to unwind
+    const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
+    if (holes_ == 0 && !blocks_.empty() && blocks_.back().offset == offset && blocks_.back().size == actual) {
+        used_ = offset;
+        blocks_.pop_back();
+        return actual;
+    }
+    return release(ptr, actual);
+}
+
+size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
+    auto it = live_block(ptr);
+    if (it == blocks_.end() || it->size != actual) {
+        return it == blocks_.end() ? NOT_LIVE : it->size;
+    }
     it->freed = true;
     holes_++;
-    (void) actual;
     // one hole with its freed neighbours (erasing needs no memory)
     if (std::next(it) != blocks_.end() && std::next(it)->freed) {
         it->size += std::next(it)->size;
@@ -257,6 +297,22 @@ void pool_vmm::do_free(void * ptr, size_t actual) noexcept {
         used_ = blocks_.back().offset;
         blocks_.pop_back();
         holes_--;
+    }
+    return actual;
+}
+
+void pool_vmm::release_blocks() {
+    size_t live = 0;
+    for (const block & b : blocks_) {
+        live += !b.freed;
+    }
+    if (live == 0) {
+        return;
+    }
+    warn_live(live);
+    while (!blocks_.empty()) { // the top is live: holes never stay on top
+        const block top = blocks_.back();
+        free(reinterpret_cast<void *>(base_ + top.offset), top.size);
     }
 }
 

@@ -5,8 +5,10 @@
 // unwinds once everything above it is free. A request a hole holds takes the smallest such hole
 // before the top: a consumer that frees out of order (PyTorch drops a step's temporaries below
 // the K/V it keeps) would otherwise grow the stack step after step. ggml frees in the reverse
-// order it allocates, leaves no hole, and never pays for the search. Every driver failure
-// returns a status and leaves the pool usable.
+// order it allocates, leaves no hole, and never pays for the search. The block list is also the
+// pool's record of live buffers: a free finds its block (the top one first, where ggml's frees
+// land) and is refused when there is none. Every driver failure returns a status and leaves the
+// pool usable.
 
 #include "pool.h"
 
@@ -27,9 +29,9 @@ class pool_vmm final : public pool {
 
   protected:
     status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    void   do_free(void * ptr, size_t actual) noexcept override;
+    size_t do_free(void * ptr, size_t actual) noexcept override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t cached_bytes() const override { return mapped_ + held_ - stats_.live_bytes; }
+    size_t cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
@@ -54,8 +56,18 @@ class pool_vmm final : public pool {
         bool       reserved; // counted in reserved_bytes (it was a chunk): counted out once released
     };
 
-    status reserve();
-    status grow(size_t bytes); // map at least bytes more
+    status                       reserve();
+    status                       grow(size_t bytes); // map at least bytes more
+    // a block of `bytes` on the top, within the mapped memory and the block list's capacity
+    void                         push(size_t bytes, void ** ptr, size_t * actual);
+    // out of line, so that the hit paths stay short: a request the top's mapped memory cannot
+    // serve at once (a hole, a growth, the first range); any free but the top's without a hole
+    GCP_NOINLINE status          take(const request & r, size_t bytes, void ** ptr, size_t * actual);
+    GCP_NOINLINE size_t          release(void * ptr, size_t actual) noexcept;
+    // the live block at ptr, or blocks_.end()
+    std::vector<block>::iterator live_block(const void * ptr);
+    // frees what is live at destruction, the top first (the owner forgot it)
+    void                         release_blocks();
     // the rungs of the out-of-memory ladder (recovery.h) when the top's growth for a request was
     // refused: nothing is cached to give back, so one retry after a synchronize
     class steps;
@@ -67,16 +79,18 @@ class pool_vmm final : public pool {
 
     status grant_access(uintptr_t addr, size_t size); // this device, and its peers when asked
 
+    // the hit path's fields together, on a cache line of their own (pool.h says why)
+    alignas(64) uintptr_t base_      = 0; // 0 until the range is reserved
+    size_t             used_         = 0; // stack top, offset from base_
+    size_t             mapped_       = 0;
+    size_t             reserve_size_ = 0; // the range's size
+    size_t             holes_        = 0;
+    std::vector<block> blocks_; // ascending offsets; a freed one below the top is a hole
+
     bool                peer_access_;
     size_t              granularity_;
-    size_t              reserve_size_;
-    uintptr_t           base_   = 0; // 0 until the range is reserved
-    size_t              used_   = 0; // stack top, offset from base_
-    size_t              mapped_ = 0;
-    size_t              held_   = 0; // bytes of reserved orphans
+    size_t              held_ = 0; // bytes of reserved orphans
     std::vector<chunk>  chunks_;
-    std::vector<block>  blocks_; // ascending offsets; a freed one below the top is a hole
-    size_t              holes_ = 0;
     std::vector<orphan> orphans_;
 };
 
