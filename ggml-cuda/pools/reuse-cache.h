@@ -63,8 +63,20 @@ class reuse_cache {
     // have made smaller than FIT_SLACK allows (a growing request needs less than the 2x its miss
     // asks for); false when none does
     bool take(size_t need, size_t bytes, buffer * out) {
-        const size_t best =
-            smallest_fitting(buffers_, [&](size_t s) { return s >= need && s - std::min(s, bytes) <= s / FIT_SLACK; });
+        // newest first: a graph asks again for the sizes it freed last, and a buffer of exactly
+        // `need` bytes is the smallest that fits, so the search ends there
+        size_t best = buffers_.size();
+        for (size_t i = buffers_.size(); i-- > 0;) {
+            const size_t s = buffers_[i].size;
+            if (s == need) {
+                best = i;
+                break;
+            }
+            if (s > need && s - std::min(s, bytes) <= s / FIT_SLACK &&
+                (best == buffers_.size() || s < buffers_[best].size)) {
+                best = i;
+            }
+        }
         if (best == buffers_.size()) {
             return false;
         }
