@@ -187,7 +187,9 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         return alloc_in_capture(r, ptr, actual);
     }
     size_t bytes = miss_bytes(r, 0, ALIGNMENT);
-    drain(); // what a capture held back goes first (nothing to do when nothing was)
+    if (!deferred_.empty()) {
+        drain(); // what a capture held back goes first
+    }
     reuse_cache::buffer again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
