@@ -36,23 +36,29 @@ def bench_async(folder):
     return markdown.table([""] + [name for _, name in ASYNC_COLUMNS], rows)
 
 
-def bench_hit(baseline="ggml-style"):
-    """median CPU ns per alloc + free pair by kind and cached buffers, and the ratio to the
-    baseline at the same depth; a / between runs (files in their date order), a kind a run did
-    not time left out of its cell"""
+def bench_hit(baseline="ggml-style", family="hit", pattern="bench-hit-[0-9a-f]*.json"):
+    """median ns per alloc + free pair by kind and cached buffers, and the ratio to the baseline at
+    the same depth; a / between runs (files in their date order), a kind a run did not time left
+    out of its cell. family hit: CPU time back to back (the development machine's runs,
+    bench-hit-COMMIT.json); cold: the clock's time of each call after an eviction (the H200 host's
+    runs, bench-hit-h200-COMMIT.json)"""
+    time = "cpu_time" if family == "hit" else "real_time"
     texts = []
-    for path in sorted(glob.glob(os.path.join(source.ROOT, source.RESULTS, "bench-hit-*.json"))):
+    for path in sorted(glob.glob(os.path.join(source.ROOT, source.RESULTS, pattern))):
         with open(path) as f:
             texts.append(f.read())
-    runs = sorted((json.loads(t)["context"]["date"], medians(t, "cpu_time")) for t in texts)
-    runs = [run for run in runs if any(k.startswith(f"hit/{baseline}/") for k in run[1])]
-    kinds = [k for k in HIT_KINDS if any(name.startswith(f"hit/{k}/") for _, run in runs for name in run)]
+    # cold/vmm/8/iterations:2000/manual_time -> cold/vmm/8
+    runs = sorted((json.loads(t)["context"]["date"],
+                   {"/".join(k.split("/")[:3]): v for k, v in medians(t, time).items() if k.startswith(family + "/")})
+                  for t in texts)
+    runs = [run for run in runs if any(k.startswith(f"{family}/{baseline}/") for k in run[1])]
+    kinds = [k for k in HIT_KINDS if any(name.startswith(f"{family}/{k}/") for _, run in runs for name in run)]
     depths = sorted({int(k.split("/")[2]) for _, run in runs for k in run})
     rows = []
     for depth in depths:
         row = [str(depth)]
         for kind in kinds:
-            pairs = [(run.get(f"hit/{kind}/{depth}"), run.get(f"hit/{baseline}/{depth}")) for _, run in runs]
+            pairs = [(run.get(f"{family}/{kind}/{depth}"), run.get(f"{family}/{baseline}/{depth}")) for _, run in runs]
             pairs = [(x, b) for x, b in pairs if x is not None]
             cell = " / ".join(markdown.significant(x) for x, _ in pairs) + " ns"
             if kind != baseline:

@@ -177,6 +177,10 @@ TABLES = (
           "ratio to the ggml-style pool", "docs/results/bench-hit-*.json", benchmarks.bench_hit),
     Table("bench-hit-vmm", "The same, ratio to the pool shaped like ggml's VMM pool (the runs that timed it)",
           "docs/results/bench-hit-*.json", lambda: benchmarks.bench_hit("ggml-vmm-style")),
+    Table("bench-hit-cold", "bench-hit's cold family on the H200's host CPU: median clock ns per alloc + free pair, "
+          "each call timed alone after an eviction, ratio to the pool shaped like ggml's VMM pool",
+          "docs/results/bench-hit-h200-*.json", lambda: benchmarks.bench_hit("ggml-vmm-style", "cold",
+                                                                           "bench-hit-h200-*.json")),
     Table("demo", "The demo's pool report on the sim driver (scripts/run.sh's; scripts/figures.sh)",
           "docs/results/sim/demo.txt", lambda: text.sim("demo")),
     Table("replay-700mib", "The demo's trace replayed against every configuration at 700 MiB (scripts/figures.sh; "
