@@ -62,7 +62,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free cannot fail for want of room once the graph uses it
     reserve_at_least(capture_out_, capture_out_.size() + 1);
-    const size_t best = smallest_fitting(capture_cache_, [&](size_t s) { return s >= bytes; });
+    const size_t best = smallest_fitting(capture_cache_, bytes, [&](size_t s) { return s >= bytes; });
     if (best != capture_cache_.size()) {
         *ptr    = capture_cache_[best].ptr;
         *actual = capture_cache_[best].size;

@@ -23,13 +23,18 @@ struct held_buffer {
     size_t size;
 };
 
-// the index of the smallest buffer whose size fits(size) accepts; buffers.size() when none
-template <typename Fits> size_t smallest_fitting(const std::vector<held_buffer> & buffers, Fits && fits) {
+// the index of the smallest buffer whose size fits(size) accepts; buffers.size() when none. Newest
+// first: a graph asks again for the sizes it freed last, and a fitting buffer of `least` bytes
+// (the smallest size fits can accept) ends the search
+template <typename Fits> size_t smallest_fitting(const std::vector<held_buffer> & buffers, size_t least, Fits && fits) {
     size_t best = buffers.size();
-    for (size_t i = 0; i < buffers.size(); i++) {
+    for (size_t i = buffers.size(); i-- > 0;) {
         const size_t s = buffers[i].size;
         if (fits(s) && (best == buffers.size() || s < buffers[best].size)) {
             best = i;
+            if (s == least) {
+                break;
+            }
         }
     }
     return best;
@@ -63,20 +68,9 @@ class reuse_cache {
     // have made smaller than FIT_SLACK allows (a growing request needs less than the 2x its miss
     // asks for); false when none does
     bool take(size_t need, size_t bytes, buffer * out) {
-        // newest first: a graph asks again for the sizes it freed last, and a buffer of exactly
-        // `need` bytes is the smallest that fits, so the search ends there
-        size_t best = buffers_.size();
-        for (size_t i = buffers_.size(); i-- > 0;) {
-            const size_t s = buffers_[i].size;
-            if (s == need) {
-                best = i;
-                break;
-            }
-            if (s > need && s - std::min(s, bytes) <= s / FIT_SLACK &&
-                (best == buffers_.size() || s < buffers_[best].size)) {
-                best = i;
-            }
-        }
+        const size_t best = smallest_fitting(buffers_, need, [&](size_t s) {
+            return s >= need && s - std::min(s, bytes) <= s / FIT_SLACK;
+        });
         if (best == buffers_.size()) {
             return false;
         }
