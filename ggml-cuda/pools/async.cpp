@@ -181,6 +181,11 @@ class pool_async::steps final : public recovery_steps {
     void **         ptr_;
 };
 
+void pool_async::room_for_frees(size_t buffers) {
+    reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
+    reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
+}
+
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     room_for_frees(live_count() + 1); // this buffer's included, before anything is taken
     if (capturing()) {

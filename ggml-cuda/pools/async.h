@@ -34,10 +34,7 @@ class pool_async final : public pool {
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
     // come back to the capture cache; the reuse cache's may be held back when they leave it.
     // Made before each allocation, may throw std::bad_alloc
-    void   room_for_frees(size_t buffers) {
-          reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
-          reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
-    }
+    void   room_for_frees(size_t buffers);
     size_t cached_bytes() const override;
     size_t held_bytes() const override {
         return counts_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
