@@ -135,7 +135,7 @@ class pool {
     // another size when the kind keeps the record (live_record::kind) and nothing was freed
     static constexpr size_t NOT_LIVE                                    = SIZE_MAX;
     virtual size_t          do_free(void * ptr, size_t actual) noexcept = 0;
-    // buffers handed out and not taken back
+    // buffers handed out and not taken back, as the table records them (live_record::table)
     size_t                  live_count() const { return live_.size(); }
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
