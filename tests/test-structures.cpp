@@ -103,6 +103,7 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                 } else {
                     size_t size = sizes[rng() % sizes.size()];
                     bins.reserve(size);
+                    bins.lend(fake_ptr(next), size);
                     out.push_back({ fake_ptr(next++), size });
                 }
                 break;
@@ -110,7 +111,12 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
             case 1: // free into the cache
                 if (!out.empty()) {
                     size_t i = rng() % out.size();
-                    bins.put(out[i].first, out[i].second, ++clock);
+                    ASSERT_FALSE(bins.find_out(out[i].first, out[i].second + 1).found()) << "a wrong size";
+                    ASSERT_EQ(bins.size_out(out[i].first), out[i].second);
+                    auto at = bins.find_out(out[i].first, out[i].second);
+                    ASSERT_TRUE(at.found());
+                    bins.put(at, ++clock);
+                    ASSERT_FALSE(bins.find_out(out[i].first, out[i].second).found()) << "cached, no longer out";
                     model.insert({ out[i].second, out[i].first });
                     out[i] = out.back();
                     out.pop_back();
@@ -123,7 +129,7 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                     model.erase(it);
                 } else if (!out.empty()) {
                     size_t i = rng() % out.size();
-                    bins.forget_out(out[i].second);
+                    bins.forget(bins.find_out(out[i].first, out[i].second));
                     out[i] = out.back();
                     out.pop_back();
                 }
@@ -135,6 +141,9 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                 bytes += kv.first;
             }
             ASSERT_EQ(bins.bytes(), bytes);
+            std::map<void *, size_t> recorded, handed(out.begin(), out.end());
+            bins.for_each_out([&](void * p, size_t s) { recorded[p] = s; });
+            ASSERT_EQ(recorded, handed) << "the bins record exactly the buffers out";
         }
     }
 }
@@ -159,7 +168,8 @@ TEST(SizeBins, AnUnreservedSizeLeavesNoBin) {
     bins.unreserve(1024); // the driver allocation failed
     EXPECT_FALSE(bins.take(1, &b));
     bins.reserve(2048);
-    bins.put(fake_ptr(1), 2048, 1);
+    bins.lend(fake_ptr(1), 2048);
+    bins.put(bins.find_out(fake_ptr(1), 2048), 1);
     EXPECT_FALSE(bins.remove(fake_ptr(2), 2048));
     EXPECT_TRUE(bins.take(1024, &b));
     EXPECT_EQ(b.ptr, fake_ptr(1));

@@ -29,8 +29,9 @@ class pool_async final : public pool {
     status trim() override;
 
   protected:
-    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    size_t do_free(void * ptr, size_t actual) noexcept override;
+    friend class pool; // calls the hit path (hit_path_of)
+    status do_alloc(const request & r, void ** ptr, size_t * actual);
+    size_t do_free(void * ptr, size_t actual) noexcept;
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
     // come back to the capture cache; the reuse cache's may be held back when they leave it.
     // Made before each allocation, may throw std::bad_alloc

@@ -13,10 +13,27 @@ size_t pool_legacy::cached_bytes() const {
     return bins_.bytes() + reserve_.bytes();
 }
 
+size_t pool_legacy::live_buffers() const {
+    size_t n = 0;
+    bins_.for_each_out([&](void *, size_t) { n++; });
+    return n;
+}
+
+bool pool_legacy::any_live(void ** ptr, size_t * size) const {
+    bool found = false;
+    bins_.for_each_out([&](void * p, size_t s) {
+        *ptr  = found ? *ptr : p;
+        *size = found ? *size : s;
+        found = true;
+    });
+    return found;
+}
+
 void pool_legacy::note_growth(size_t size) {
     reserve_.grow_to(size, [&](const size_bins::buffer & b) {
         bins_.reserve(b.size);
-        bins_.put(b.ptr, b.size, ++outgrown_);
+        bins_.lend(b.ptr, b.size);
+        bins_.put(bins_.find_out(b.ptr, b.size), ++outgrown_);
     });
 }
 
@@ -24,8 +41,9 @@ bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
     if (!reserve_.best_fit(size, hit)) {
         return false;
     }
-    bins_.reserve(hit->size); // counted out, as every buffer handed out is (may throw: nothing taken)
+    bins_.reserve(hit->size); // recorded out, as every buffer handed out is (may throw: nothing taken)
     reserve_.take(hit->ptr);
+    bins_.lend(hit->ptr, hit->size);
     return true;
 }
 
@@ -106,6 +124,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         return st;
     }
     on_driver_alloc(bytes);
+    bins_.lend(*ptr, bytes);
     if (r.growing()) {
         reserve_.lend(*ptr); // within the room note_growth made
     }
@@ -272,26 +291,31 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 }
 
 size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    const size_bins::out_ref at = bins_.find_out(ptr, actual);
+    if (!at.found()) {
+        static_assert(size_bins::NONE == NOT_LIVE, "a size the bins do not hold is no live buffer");
+        return bins_.size_out(ptr); // NOT_LIVE, or the size it is out at
+    }
     clock_++;
-    if ((reserve_.lent() || cached_count() >= MAX_CACHED_BUFFERS) && set_aside(ptr, actual)) {
+    if ((reserve_.lent() || cache_full()) && set_aside(at, ptr, actual)) {
         return actual;
     }
-    bins_.put(ptr, actual, clock_); // within the room its bin kept
+    bins_.put(at, clock_); // within the room its bin kept
     return actual;
 }
 
-bool pool_legacy::set_aside(void * ptr, size_t actual) noexcept {
+bool pool_legacy::set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept {
     // still as large as the latest growing request: kept for the next steps of the growth
     if (reserve_.keep(ptr, actual, clock_)) {
-        bins_.forget_out(actual);
+        bins_.forget(at);
         return true;
     }
-    if (cached_count() >= MAX_CACHED_BUFFERS && !pinned(ptr) && !capturing()) {
+    if (cache_full() && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
                       to_mib(actual));
         status st = drv_.free(device_, ptr);
         if (st == OK) {
-            bins_.forget_out(actual);
+            bins_.forget(at);
             on_driver_free(actual);
             return true;
         }

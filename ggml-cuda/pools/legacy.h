@@ -31,22 +31,26 @@ class pool_legacy final : public pool {
     };
 
     pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
-        pool(drv, device, kind, stream),
+        pool(drv, device, kind, stream, hit_path_of<pool_legacy>(), live_record::kind),
         opt_(opt) {}
     ~pool_legacy() override;
 
     status trim() override;
 
   protected:
-    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    size_t do_free(void * ptr, size_t actual) noexcept override;
+    friend class pool; // calls the hit path (hit_path_of)
+    status do_alloc(const request & r, void ** ptr, size_t * actual);
+    size_t do_free(void * ptr, size_t actual) noexcept;
     size_t cached_bytes() const override;
+    // the bins record what is out too (size-bins.h)
+    size_t live_buffers() const override;
+    bool   any_live(void ** ptr, size_t * size) const override;
 
   private:
     // out of line, so that the hit paths stay short: a request no cached buffer holds; a free
     // that may not go to the cache (a growing buffer, or the cache is full), false when it may
     GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
-    GCP_NOINLINE bool   set_aside(void * ptr, size_t actual) noexcept;
+    GCP_NOINLINE bool   set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept;
 
     // what release_oldest may give back: cached buffers outside the growth reserve that no
     // captured graph pins (the headroom rule); every unpinned one (out-of-memory recovery, trim);
@@ -65,13 +69,18 @@ class pool_legacy final : public pool {
     // cached buffers in `which`, least recently used first, until `target` bytes went back
     size_t release_oldest(size_t target, scope which);
     size_t cached_count() const { return bins_.count() + reserve_.count(); }
+    // the bins' count first: the reserve's lies on another line, and matters only near the bound
+    bool   cache_full() const {
+          return bins_.count() + growth_reserve::MAX_GROWING >= MAX_CACHED_BUFFERS &&
+                 cached_count() >= MAX_CACHED_BUFFERS;
+    }
     // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
-    void   note_growth(size_t size);
+    void note_growth(size_t size);
     // the best fit in the reserve, counted out (false when none holds the request)
-    bool   take_reserved(size_t size, size_bins::buffer * hit);
+    bool take_reserved(size_t size, size_bins::buffer * hit);
     // a request that is not growing, refused by the driver: a reserve buffer that holds it
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
-    bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
+    bool serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
     // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
     // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any

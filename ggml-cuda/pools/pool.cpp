@@ -42,19 +42,19 @@ status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, si
     // a free must never need host memory (failing, it would lose its buffer): room for every
     // live buffer, this one included, to be recorded is made before anything is taken (a kind
     // makes its own room in do_alloc)
-    if (!kind_records_) {
+    if ((flags_ & TABLE) != 0) {
         live_.reserve(live_.size() + 1);
     }
     const uint64_t hits = counts_.hits;
-    status         st   = do_alloc(request{ size, flags, limit }, ptr, actual);
+    status         st   = path_.alloc(*this, request{ size, flags, limit }, ptr, actual);
     if (st != OK) {
         stats_.oom_returned += st == OUT_OF_MEMORY;
         return st;
     }
-    if (!kind_records_) {
+    if ((flags_ & TABLE) != 0) {
         live_.insert(*ptr, *actual); // within the room made above
     }
-    if (pinning_ != 0) {
+    if ((flags_ & PINNING) != 0) {
         pin_new(ptr, actual, hits);
     }
     counts_.allocs++;
@@ -91,10 +91,10 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
         p.size = std::max(p.size, *actual);
     } catch (...) {
         // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
-        if (!kind_records_) {
+        if ((flags_ & TABLE) != 0) {
             live_.erase(*ptr);
         }
-        do_free(*ptr, *actual);
+        path_.free(*this, *ptr, *actual);
         counts_.hits = hits;
         *ptr         = nullptr;
         *actual      = 0;
@@ -103,7 +103,7 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
 }
 
 status pool::free(void * ptr, size_t actual) {
-    if (!kind_records_) {
+    if ((flags_ & TABLE) != 0) {
         const size_t at = live_.slot_of(ptr);
         if (at == live_set::NONE || live_.size_at(at) != actual) {
             return reject_free(ptr, actual, at == live_set::NONE ? NOT_LIVE : live_.size_at(at));
@@ -111,7 +111,7 @@ status pool::free(void * ptr, size_t actual) {
         live_.erase_at(at);
     }
     // frees without fail (alloc made room for this buffer to come back) what the record holds
-    const size_t recorded = do_free(ptr, actual);
+    const size_t recorded = path_.free(*this, ptr, actual);
     if (recorded != actual) {
         return reject_free(ptr, actual, recorded);
     }
@@ -128,6 +128,11 @@ status pool::reject_free(const void * ptr, size_t actual, size_t recorded) const
                       recorded);
     }
     return INVALID_ARGUMENT;
+}
+
+void pool::pin_begin(uint64_t graph) {
+    pinning_ = graph;
+    flags_   = uint8_t(graph != 0 ? flags_ | PINNING : flags_ & ~PINNING);
 }
 
 void pool::pin_release(uint64_t graph) {
@@ -223,35 +228,31 @@ void pool::on_released(size_t bytes) {
     stats_.reserved_bytes -= bytes;
 }
 
-void pool::warn_live(size_t buffers) const {
-    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), buffers,
-                 to_mib(counts_.live_bytes));
+bool pool::any_live(void ** ptr, size_t * size) const {
+    bool found = false;
+    live_.for_each([&](const void * p, size_t s) {
+        if (!found) {
+            *ptr  = const_cast<void *>(p);
+            *size = s;
+            found = true;
+        }
+    });
+    return found;
 }
 
 void pool::release_live() {
-    if (live_.empty()) {
+    const size_t live = live_buffers();
+    if (live == 0) {
         return;
     }
-    warn_live(live_.size());
-    // a copy first: a free changes the table. Without room for one (this runs in destructors,
-    // which must not throw), one buffer at a time
-    try {
-        std::vector<std::pair<void *, size_t>> live;
-        live.reserve(live_.size());
-        live_.for_each([&](const void * ptr, size_t size) { live.emplace_back(const_cast<void *>(ptr), size); });
-        for (auto & b : live) {
-            free(b.first, b.second);
-        }
-    } catch (...) {
-        while (!live_.empty()) {
-            void * ptr  = nullptr;
-            size_t size = 0;
-            live_.for_each([&](const void * p, size_t s) {
-                ptr  = const_cast<void *>(p);
-                size = s;
-            });
-            free(ptr, size);
-        }
+    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live,
+                 to_mib(counts_.live_bytes));
+    // one at a time, as the record names them: no copy, so no allocation in a destructor. A free
+    // of what the record holds never fails; the bound keeps a kind's mistake from looping
+    void * ptr  = nullptr;
+    size_t size = 0;
+    for (size_t i = 0; i < live && any_live(&ptr, &size); i++) {
+        free(ptr, size);
     }
 }
 

@@ -44,12 +44,31 @@ struct request {
 class pool {
   public:
     // who keeps the record of live buffers that checks every free: the pool's table, or the kind's
-    // own structures (a VMM pool's block list), which then check the free in do_free
+    // own structures (a VMM pool's block list, a legacy pool's bins), which then check the free in
+    // do_free. The table serves the async kind
     enum class live_record { table, kind };
 
+    // a kind's hit path, do_alloc and do_free: a pool calls them through these pointers, which
+    // share the object's first line, not through the vtable, whose line a cold call would read too
+    struct hit_path {
+        status (*alloc)(pool &, const request &, void **, size_t *);
+        size_t (*free)(pool &, void *, size_t) noexcept;
+    };
+    // Kind's do_alloc and do_free (Kind befriends pool)
+    template <class Kind> static hit_path hit_path_of() {
+        return { [](pool & p, const request & r, void ** ptr, size_t * actual) {
+                    return static_cast<Kind &>(p).do_alloc(r, ptr, actual);
+                },
+                 [](pool & p, void * ptr, size_t actual) noexcept {
+                     return static_cast<Kind &>(p).do_free(ptr, actual);
+                 } };
+    }
+
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
-    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, live_record record = live_record::table) :
-        kind_records_(record == live_record::kind),
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path,
+         live_record record = live_record::table) :
+        path_(path),
+        flags_(record == live_record::table ? TABLE : 0),
         stream_(stream),
         drv_(drv),
         device_(device),
@@ -84,8 +103,8 @@ class pool {
     void            add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
     // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
     // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
-    void            pin_begin(uint64_t graph) { pinning_ = graph; }
-    void            pin_end() { pinning_ = 0; }
+    void            pin_begin(uint64_t graph);
+    void            pin_end() { pin_begin(0); }
     void            pin_release(uint64_t graph);
     bool            has_pins() const { return !pins_.empty(); }
     ggml_cpool_kind kind() const { return kind_; }
@@ -128,15 +147,18 @@ class pool {
     // the same, for a failure that the caller's own lines report or that changes nothing
     void driver_failed() { drv_.clear_error(); }
 
-    // r.size > 0 and <= MAX_REQUEST; on OK *actual >= r.size
-    virtual status          do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
-    // frees a live buffer; never allocates host memory (a free that could fail would lose its
-    // buffer). The size the live record holds for ptr: `actual` once it is freed, NOT_LIVE or
-    // another size when the kind keeps the record (live_record::kind) and nothing was freed
-    static constexpr size_t NOT_LIVE                                    = SIZE_MAX;
-    virtual size_t          do_free(void * ptr, size_t actual) noexcept = 0;
+    // Each kind's hit path (hit_path_of): `status do_alloc(const request & r, void ** ptr, size_t *
+    // actual)`, with r.size > 0 and <= MAX_REQUEST, and on OK *actual >= r.size; `size_t
+    // do_free(void * ptr, size_t actual) noexcept`, which frees a live buffer and never allocates
+    // host memory (a free that could fail would lose its buffer), and returns the size the live
+    // record holds for ptr: `actual` once it is freed, NOT_LIVE or another size when the kind keeps
+    // the record (live_record::kind) and nothing was freed
+    static constexpr size_t NOT_LIVE = SIZE_MAX;
     // buffers handed out and not taken back, as the table records them (live_record::table)
     size_t                  live_count() const { return live_.size(); }
+    // the same by whichever record is kept, and one of them (false: none); release_live frees them
+    virtual size_t          live_buffers() const { return live_count(); }
+    virtual bool            any_live(void ** ptr, size_t * size) const;
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
     void on_driver_alloc(size_t bytes);
@@ -152,10 +174,9 @@ class pool {
     // bytes held for reuse, from the pool's own structures
     virtual size_t cached_bytes() const = 0;
 
-    // frees what is live at destruction (the owner forgot it), so nothing reaches the driver's leak
-    // list; a kind that keeps the record frees its own and says so with warn_live
+    // frees what is live at destruction (the owner forgot it), with one line, so nothing reaches
+    // the driver's leak list
     void release_live();
-    void warn_live(size_t buffers) const;
 
     bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
@@ -174,8 +195,10 @@ class pool {
     // the hit path's fields first, with the vtable pointer in the object's first cache line:
     // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
     // touches is a miss. The table follows, for the kinds that use it
-    uint64_t pinning_      = 0;
-    bool     kind_records_ = false; // live_record::kind
+    static constexpr uint8_t TABLE   = 1; // live_record::table
+    static constexpr uint8_t PINNING = 2; // between pin_begin and pin_end
+    hit_path                 path_;
+    uint8_t                  flags_;
 
   protected:
     // what a hit changes in the statistics; stats() reports them with the rest
@@ -215,6 +238,7 @@ class pool {
         uint32_t graphs; // graphs pinning the buffer
         size_t   size;
     };
+    uint64_t                                          pinning_ = 0; // the graph pin_begin named
     std::unordered_map<const void *, pin>             pins_;
     std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
     mutable char                                      name_[32] = {};

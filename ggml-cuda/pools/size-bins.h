@@ -1,13 +1,17 @@
 #pragma once
-// The legacy pool's buffers by size: one bin per distinct buffer size, kept sorted, each holding a
-// stack of the cached buffers of that size. Best fit is the first bin at or above the request that
-// holds one: a binary search over the bins' sizes, or a count of the sizes below the request when
-// there are few (a dense array of their own, so either touches a few cache lines), then a bitmap of
-// the bins that hold any. A buffer usually comes back to the bin it was last taken from (ggml
-// frees in the reverse order it allocates), which put() checks before it searches. A bin counts
-// the buffers of its size that are out (handed to the consumer) and keeps room for every one of
-// them, so a buffer comes back without an allocation: only reserve() and take() on the allocating
-// path grow anything. A bin goes when its last buffer, cached or out, goes back to the driver.
+// The legacy pool's buffers by size, cached and handed out: one bin per distinct buffer size, kept
+// sorted. A bin's entries are its cached buffers, then the ones that are out (handed to the
+// consumer), so the bins are the pool's record of live buffers too: a free finds its buffer among
+// the out entries of its size's bin, or is refused. Taking a cached buffer out or putting it back
+// moves the boundary between the two, never an entry's bin.
+//
+// Best fit is the first bin at or above the request that holds a cached buffer: a binary search
+// over the bins' sizes, or a count of the sizes below the request when there are few (a dense
+// array of their own, so either touches a few cache lines), then a bitmap of the bins that hold
+// one. A buffer usually comes back to the bin it was last taken from (ggml frees in the reverse
+// order it allocates), which a free checks before it searches. A bin keeps room for every buffer
+// of its size, so a buffer comes back without an allocation: only reserve() on the allocating path
+// grows anything. A bin goes when its last buffer, cached or out, goes back to the driver.
 
 #include <algorithm>
 #include <cstddef>
@@ -24,18 +28,30 @@ class size_bins {
         uint64_t last_use; // pool clock when it was cached
     };
 
-    // room for one more buffer of `size` that is about to be allocated (counted out from now on);
-    // may throw std::bad_alloc, and then nothing changed
+    // where an out buffer is recorded (found()), for put() and forget(); valid until the bins change
+    struct out_ref {
+        size_t bin   = NONE;
+        size_t entry = 0;
+        size_t size  = 0;
+
+        bool found() const { return bin != NONE; }
+    };
+
+    static constexpr size_t NONE = SIZE_MAX;
+
+    // room for one more buffer of `size` that is about to be allocated (lend() records it); may
+    // throw std::bad_alloc, and then nothing changed
     void reserve(size_t size) {
         auto it = lower(size);
         if (holds_size(it, size)) {
-            it->stack.reserve(it->stack.size() + it->out + 1);
-            it->out++;
+            it->entries.reserve(it->entries.size() + it->pending + 1);
+            it->pending++;
             return;
         }
         const size_t at = size_t(it - bins_.begin());
-        bin          fresh{ 1, {} };
-        fresh.stack.reserve(1);
+        bin          fresh;
+        fresh.pending = 1;
+        fresh.entries.reserve(1);
         grow(bins_, bins_.size() + 1);
         grow(sizes_, bins_.size() + 1);
         grow(marks_, words(bins_.size() + 1));
@@ -45,43 +61,86 @@ class size_bins {
         remark();
     }
 
+    // the allocation reserve() made room for: ptr, of `size`, is out from now on (never allocates)
+    void lend(void * ptr, size_t size) {
+        auto it = lower(size);
+        it->pending--;
+        it->entries.push_back({ ptr, 0 }); // within the room reserve() kept
+    }
+
     // the allocation reserve() made room for failed: forget it
-    void unreserve(size_t size) { drop_out(lower(size)); }
+    void unreserve(size_t size) {
+        auto it = lower(size);
+        it->pending--;
+        erase_if_empty(it);
+    }
 
     // the best fit (the smallest cached buffer >= want), counted out; false when none
     bool take(size_t want, buffer * out) {
-        size_t i = next_marked(size_t(lower(want) - bins_.begin()));
+        const size_t i = next_marked(size_t(lower(want) - bins_.begin()));
         if (i >= bins_.size()) {
             return false;
         }
-        bin & b     = bins_[i];
-        last_taken_ = i;
-        *out        = b.stack.back();
-        b.stack.pop_back();
-        b.out++;
+        bin &         b = bins_[i];
+        const entry & e = b.entries[--b.cached]; // the newest cached becomes the first out
+        *out            = { e.ptr, sizes_[i], e.last_use };
+        hint_           = i;
+        hint_size_      = sizes_[i];
         count_--;
         bytes_ -= sizes_[i];
-        if (b.stack.empty()) {
+        if (b.cached == 0) {
             unmark(i);
         }
         return true;
     }
 
-    // a buffer that was out comes back (never allocates)
-    void put(void * ptr, size_t size, uint64_t last_use) {
+    // where ptr is recorded out at `size` (not found(): it is not out at that size)
+    out_ref find_out(const void * ptr, size_t size) {
         // sizes are unique across bins, so a hint that names a bin of this size names the right one
-        auto it = last_taken_ < bins_.size() && sizes_[last_taken_] == size ?
-                      bins_.begin() + std::ptrdiff_t(last_taken_) :
-                      lower(size);
-        it->stack.push_back({ ptr, size, last_use }); // room kept since it went out
-        it->out--;
-        count_++;
-        bytes_ += size;
-        mark(size_t(it - bins_.begin()));
+        size_t i = hint_;
+        if (hint_size_ != size) {
+            auto it = lower(size);
+            if (!holds_size(it, size)) {
+                return {};
+            }
+            i = size_t(it - bins_.begin());
+        }
+        // the buffer taken last is the first out: a free in reverse order finds it at once
+        const std::vector<entry> & es = bins_[i].entries;
+        for (size_t j = bins_[i].cached; j < es.size(); j++) {
+            if (es[j].ptr == ptr) {
+                return { i, j, size };
+            }
+        }
+        return {};
     }
 
-    // a buffer that was out goes to the driver instead of the cache
-    void forget_out(size_t size) { drop_out(lower(size)); }
+    // the size ptr is out at, or NONE (a refused free's line says it)
+    size_t size_out(const void * ptr) const {
+        size_t size = NONE;
+        for_each_out([&](void * p, size_t s) { size = p == ptr ? s : size; });
+        return size;
+    }
+
+    // an out buffer comes back to the cache (never allocates)
+    void put(out_ref at, uint64_t last_use) {
+        bin & b = bins_[at.bin];
+        std::swap(b.entries[at.entry], b.entries[b.cached]); // to the newest cached place
+        b.entries[b.cached++].last_use = last_use;
+        count_++;
+        bytes_ += at.size;
+        if (b.cached == 1) {
+            mark(at.bin);
+        }
+    }
+
+    // an out buffer goes to the driver instead of the cache
+    void forget(out_ref at) {
+        auto it = bins_.begin() + std::ptrdiff_t(at.bin);
+        std::swap(it->entries[at.entry], it->entries.back());
+        it->entries.pop_back();
+        erase_if_empty(it);
+    }
 
     // removes a cached buffer (it goes back to the driver); false when it is not cached
     bool remove(const void * ptr, size_t size) {
@@ -89,16 +148,16 @@ class size_bins {
         if (!holds_size(it, size)) {
             return false;
         }
-        auto e = std::find_if(it->stack.begin(), it->stack.end(), [&](const buffer & b) { return b.ptr == ptr; });
-        if (e == it->stack.end()) {
+        auto end = it->entries.begin() + std::ptrdiff_t(it->cached);
+        auto e   = std::find_if(it->entries.begin(), end, [&](const entry & x) { return x.ptr == ptr; });
+        if (e == end) {
             return false;
         }
-        it->stack.erase(e);
+        it->entries.erase(e); // keeps the order of the rest: the newest cached stays last
+        it->cached--;
         count_--;
         bytes_ -= size;
-        if (it->stack.empty() && it->out == 0) {
-            erase(it);
-        } else if (it->stack.empty()) {
+        if (!erase_if_empty(it) && it->cached == 0) {
             unmark(size_t(it - bins_.begin()));
         }
         return true;
@@ -109,17 +168,30 @@ class size_bins {
 
     // every cached buffer; f must not change the bins
     template <typename F> void for_each(F && f) const {
-        for (const bin & b : bins_) {
-            for (const buffer & e : b.stack) {
-                f(e);
+        for (size_t i = 0; i < bins_.size(); i++) {
+            for (size_t j = 0; j < bins_[i].cached; j++) {
+                f(buffer{ bins_[i].entries[j].ptr, sizes_[i], bins_[i].entries[j].last_use });
+            }
+        }
+    }
+    // every out buffer, f(ptr, size); f must not change the bins
+    template <typename F> void for_each_out(F && f) const {
+        for (size_t i = 0; i < bins_.size(); i++) {
+            for (size_t j = bins_[i].cached; j < bins_[i].entries.size(); j++) {
+                f(bins_[i].entries[j].ptr, sizes_[i]);
             }
         }
     }
 
   private:
-    struct bin {                 // its size is sizes_ at the same index
-        size_t              out; // buffers of this size handed out: the stack keeps room for them
-        std::vector<buffer> stack;
+    struct entry {
+        void *   ptr;
+        uint64_t last_use; // while cached
+    };
+    struct bin {                        // its size is sizes_ at the same index
+        uint32_t           cached  = 0; // entries[0, cached) are cached, newest last; the rest are out
+        uint32_t           pending = 0; // allocations reserve() kept room for, not lent yet
+        std::vector<entry> entries;     // room for `pending` more
     };
     static constexpr size_t WORD         = 64;
     static constexpr size_t COUNTED_BINS = 16; // up to this many bins, lower() counts instead of searching
@@ -164,30 +236,29 @@ class size_bins {
         return it != bins_.end() && sizes_[size_t(it - bins_.begin())] == size;
     }
 
-    void erase(std::vector<bin>::iterator it) {
+    // a bin with no buffer, cached, out or about to be, goes; true when it went
+    bool erase_if_empty(std::vector<bin>::iterator it) {
+        if (!it->entries.empty() || it->pending != 0) {
+            return false;
+        }
         sizes_.erase(sizes_.begin() + (it - bins_.begin()));
         bins_.erase(it);
         remark();
-    }
-
-    void drop_out(std::vector<bin>::iterator it) {
-        it->out--;
-        if (it->out == 0 && it->stack.empty()) {
-            erase(it);
-        }
+        return true;
     }
 
     void mark(size_t i) { marks_[i / WORD] |= uint64_t(1) << (i % WORD); }
     void unmark(size_t i) { marks_[i / WORD] &= ~(uint64_t(1) << (i % WORD)); }
     // rebuilt when bins come or go (a miss or a release, never a hit); never grows past the
-    // capacity reserve() made
+    // capacity reserve() made. The hint's index may name another bin now: forgotten
     void remark() {
         marks_.assign(words(bins_.size()), 0);
         for (size_t i = 0; i < bins_.size(); i++) {
-            if (!bins_[i].stack.empty()) {
+            if (bins_[i].cached != 0) {
                 mark(i);
             }
         }
+        hint_size_ = 0;
     }
     // the first bin at or after i that holds a buffer (bins_.size() when none)
     size_t next_marked(size_t i) const {
@@ -203,12 +274,15 @@ class size_bins {
         return bins_.size();
     }
 
+    // what a free reads first, then what a take reads: the bin take() took from last and its
+    // size (0: none), a free's first guess, which saves it the search and the sizes' line
+    size_t                hint_size_ = 0;
+    size_t                hint_      = 0;
+    size_t                count_     = 0;
     std::vector<bin>      bins_;  // ascending sizes
     std::vector<size_t>   sizes_; // bins_[i]'s buffer size, dense for the search
     std::vector<uint64_t> marks_; // bit i: bins_[i] holds a cached buffer
-    size_t                count_      = 0;
-    size_t                bytes_      = 0;
-    size_t                last_taken_ = SIZE_MAX; // the bin take() took from last: a hint only
+    size_t                bytes_ = 0;
 };
 
 } // namespace gcp

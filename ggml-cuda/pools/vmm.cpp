@@ -8,14 +8,14 @@
 namespace gcp {
 
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, live_record::kind),
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>(), live_record::kind),
     peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)) {
     reserve_size_ = round_up(std::min(reserve_size, MAX_REQUEST), granularity_);
 }
 
 pool_vmm::~pool_vmm() {
-    release_blocks();
+    release_live();
     unmap_above(0); // destruction gives everything back, pinned or not
     if (base_ != 0 && mapped_ == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
@@ -301,19 +301,13 @@ size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
     return actual;
 }
 
-void pool_vmm::release_blocks() {
-    size_t live = 0;
-    for (const block & b : blocks_) {
-        live += !b.freed;
+bool pool_vmm::any_live(void ** ptr, size_t * size) const {
+    if (blocks_.empty()) {
+        return false;
     }
-    if (live == 0) {
-        return;
-    }
-    warn_live(live);
-    while (!blocks_.empty()) { // the top is live: holes never stay on top
-        const block top = blocks_.back();
-        free(reinterpret_cast<void *>(base_ + top.offset), top.size);
-    }
+    *ptr  = reinterpret_cast<void *>(base_ + blocks_.back().offset);
+    *size = blocks_.back().size;
+    return true;
 }
 
 bool pool_vmm::unmap_last_chunk() {

@@ -28,10 +28,14 @@ class pool_vmm final : public pool {
     status trim() override;
 
   protected:
-    status do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    size_t do_free(void * ptr, size_t actual) noexcept override;
+    friend class pool; // calls the hit path (hit_path_of)
+    status do_alloc(const request & r, void ** ptr, size_t * actual);
+    size_t do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
     size_t cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
+    size_t live_buffers() const override { return blocks_.size() - holes_; }
+    // the top block: holes never stay on top, so it is live
+    bool   any_live(void ** ptr, size_t * size) const override;
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
@@ -66,8 +70,6 @@ class pool_vmm final : public pool {
     GCP_NOINLINE size_t          release(void * ptr, size_t actual) noexcept;
     // the live block at ptr, or blocks_.end()
     std::vector<block>::iterator live_block(const void * ptr);
-    // frees what is live at destruction, the top first (the owner forgot it)
-    void                         release_blocks();
     // the rungs of the out-of-memory ladder (recovery.h) when the top's growth for a request was
     // refused: nothing is cached to give back, so one retry after a synchronize
     class steps;
