@@ -290,6 +290,30 @@ TEST(Timing, CallTimeIsCountedWhileOnOnly) {
     ggml_cpool_ctx_free(ctx);
 }
 
+TEST(Timing, ReachesEveryPoolWhateverItsBirth) {
+    sim_device       dev(sim_params(CAPACITY));
+    ggml_cpool_ctx_t before = make_ctx(dev.drv, GGML_CPOOL_KIND_LEGACY);
+    ggml_cpool_ctx_t gone   = make_ctx(dev.drv, GGML_CPOOL_KIND_VMM);
+    ggml_cpool_t     first  = pool_of(before);
+    pool_of(gone);
+    ggml_cpool_timing_set(1);
+    ggml_cpool_ctx_free(gone); // leaves the pools' list from its middle
+    ggml_cpool_ctx_t during = make_ctx(dev.drv, GGML_CPOOL_KIND_PLAIN);
+    ggml_cpool_t     second = pool_of(during);
+    release(first, alloc(first, MiB));
+    release(second, alloc(second, MiB));
+    ggml_cpool_timing_set(0);
+    EXPECT_GT(stats_of(first).call_ns, 0u) << "a pool that existed when timing began";
+    EXPECT_GT(stats_of(second).call_ns, 0u) << "a pool created while it was on";
+    ggml_cpool_ctx_t after = make_ctx(dev.drv, GGML_CPOOL_KIND_LEGACY);
+    ggml_cpool_t     third = pool_of(after);
+    release(third, alloc(third, MiB));
+    EXPECT_EQ(stats_of(third).call_ns, 0u) << "a pool created after it ended";
+    ggml_cpool_ctx_free(after);
+    ggml_cpool_ctx_free(during);
+    ggml_cpool_ctx_free(before);
+}
+
 TEST(Trace, StartRefusesAPathItCannotWrite) {
     log_capture log;
     EXPECT_EQ(ggml_cpool_trace_start("/nonexistent-dir/trace"), GGML_CPOOL_STATUS_INVALID_ARGUMENT);

@@ -248,7 +248,7 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    if (trace::observing()) {
+    if (as_pool(pool)->observed()) {
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
@@ -260,7 +260,7 @@ ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_
         return null_arg(__func__, "pool");
     }
     const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
-    if (trace::observing()) { // recorded as a growing request (the trace keeps no limit)
+    if (as_pool(pool)->observed()) { // recorded as a growing request (the trace keeps no limit)
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size, limit);
     }
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
@@ -270,7 +270,7 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    if (trace::observing()) {
+    if (as_pool(pool)->observed()) {
         return observed_free(*as_pool(pool), ptr, actual_size);
     }
     return guarded(__func__, [&] { return as_pool(pool)->free(ptr, actual_size); });
@@ -288,7 +288,7 @@ ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    if (trace::observing()) {
+    if (as_pool(pool)->observed()) {
         return observed_trim(*as_pool(pool));
     }
     return guarded(__func__, [&] { return as_pool(pool)->trim(); });

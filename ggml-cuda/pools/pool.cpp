@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <mutex>
 
 namespace gcp {
 
@@ -12,7 +13,48 @@ namespace {
 
 constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
 
+// every live pool, and the setting observe_all gave them last
+struct observed_registry {
+    std::mutex mutex;
+    pool *     head = nullptr;
+    bool       on   = false;
+};
+
+observed_registry & registry() {
+    static observed_registry * r = new observed_registry; // never destroyed: a quarantined pool lives to exit
+    return *r;
+}
+
 } // namespace
+
+void pool::enroll() {
+    observed_registry &         r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    next_ = r.head;
+    if (next_ != nullptr) {
+        next_->prev_ = this;
+    }
+    r.head = this;
+    observed_.store(r.on, std::memory_order_relaxed);
+}
+
+pool::~pool() {
+    observed_registry &         r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    (prev_ != nullptr ? prev_->next_ : r.head) = next_;
+    if (next_ != nullptr) {
+        next_->prev_ = prev_;
+    }
+}
+
+void pool::observe_all(bool on) {
+    observed_registry &         r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    r.on = on;
+    for (pool * p = r.head; p != nullptr; p = p->next_) {
+        p->observed_.store(on, std::memory_order_relaxed);
+    }
+}
 
 const char * pool::name() const {
     if (name_[0] == '\0') {

@@ -8,6 +8,7 @@
 #include "../support/log.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -72,8 +73,10 @@ class pool {
         stream_(stream),
         drv_(drv),
         device_(device),
-        kind_(kind) {}
-    virtual ~pool() = default;
+        kind_(kind) {
+        enroll();
+    }
+    virtual ~pool();
 
     pool(const pool &)             = delete;
     pool & operator=(const pool &) = delete;
@@ -84,6 +87,12 @@ class pool {
     status         free(void * ptr, size_t actual);
     // return what is cached to the driver
     virtual status trim() = 0;
+
+    // whether the C API times and traces this pool's calls (trace.h): a flag of its own, on the
+    // line every call reads anyway, where a process-wide one would cost a line more. The tracer
+    // sets every live pool's with observe_all, and a pool starts with the latest setting
+    bool        observed() const { return observed_.load(std::memory_order_relaxed); }
+    static void observe_all(bool on);
 
     ggml_cpool_stats stats() const;
     // device memory the pool holds for itself (kept whole when the pool is quarantined)
@@ -199,6 +208,7 @@ class pool {
     static constexpr uint8_t PINNING = 2; // between pin_begin and pin_end
     hit_path                 path_;
     uint8_t                  flags_;
+    std::atomic<bool>        observed_{ false };
 
   protected:
     // what a hit changes in the statistics; stats() reports them with the rest
@@ -242,6 +252,10 @@ class pool {
     std::unordered_map<const void *, pin>             pins_;
     std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
     mutable char                                      name_[32] = {};
+    // the live pools, for observe_all
+    pool *                                            prev_ = nullptr;
+    pool *                                            next_ = nullptr;
+    void                                              enroll();
 };
 
 } // namespace gcp

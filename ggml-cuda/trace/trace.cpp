@@ -19,6 +19,16 @@ std::atomic<unsigned> g_mode{ 0 };
 
 namespace {
 
+// sets and clears bits of g_mode, and tells every pool whether its calls are observed now; one at
+// a time, so that the pools end with what the last change left
+void change_mode(unsigned set, unsigned clear) {
+    static std::mutex           mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    const unsigned              mode = (g_mode.load(std::memory_order_relaxed) | set) & ~clear;
+    g_mode.store(mode, std::memory_order_relaxed);
+    pool::observe_all(mode != 0);
+}
+
 // the writer's buffer goes to the file when it holds this much: few writes, bounded memory
 constexpr size_t FLUSH_AT = size_t(1) << 20;
 // no line is longer: 14 fields of at most 20 digits or a name
@@ -189,7 +199,7 @@ class tracer {
         int  n = snprintf(head, sizeof(head), "%s %d\n%s\n", trace_format::MAGIC, trace_format::VERSION,
                           trace_format::COLUMNS);
         buf_.insert(buf_.end(), head, head + n);
-        g_mode.fetch_or(RECORDING, std::memory_order_relaxed);
+        change_mode(RECORDING, 0);
         return 0;
     }
 
@@ -253,7 +263,7 @@ class tracer {
             GCP_LOG_ERROR("trace %s: write failed (%s); tracing stops", path_.c_str(), strerror(errno));
             fclose(file_);
             file_ = nullptr;
-            g_mode.fetch_and(~RECORDING, std::memory_order_relaxed);
+            change_mode(0, RECORDING);
         }
         buf_.clear();
     }
@@ -266,7 +276,7 @@ class tracer {
         if (file_ == nullptr) {
             return DRIVER_ERROR; // the write failed and said so
         }
-        g_mode.fetch_and(~RECORDING, std::memory_order_relaxed);
+        change_mode(0, RECORDING);
         status st = fclose(file_) == 0 ? OK : DRIVER_ERROR;
         file_     = nullptr;
         return st;
@@ -339,11 +349,7 @@ status stop() {
 }
 
 void set_timing(bool on) {
-    if (on) {
-        g_mode.fetch_or(TIMING, std::memory_order_relaxed);
-    } else {
-        g_mode.fetch_and(~TIMING, std::memory_order_relaxed);
-    }
+    change_mode(on ? TIMING : 0, on ? 0 : TIMING);
 }
 
 void record(const pool & p, const call & c) {

@@ -1,6 +1,7 @@
 #pragma once
-// Tracing and timing of the calls into the module (docs/trace-and-replay.md). Off, a call pays
-// one well-predicted branch on one flag word: no clock read, no lock. On, every pool call is
+// Tracing and timing of the calls into the module (docs/trace-and-replay.md). Off, a pool call
+// pays one well-predicted branch on a flag in the pool's first line: no clock read, no lock, no
+// process-wide line. On, every pool call is
 // timed into its pool's stats (call_ns), and while a trace records, each call becomes one line
 // (trace-format.h) through a buffered writer. The hooks sit in capi.cpp, around the public calls.
 
@@ -18,10 +19,7 @@ constexpr unsigned RECORDING = 2; // a trace file is open (pool calls are timed 
 
 extern std::atomic<unsigned> g_mode;
 
-// the one check on the hot path
-inline bool observing() {
-    return __builtin_expect(g_mode.load(std::memory_order_relaxed) != 0, 0);
-}
+// a pool call's check is the pool's own flag (pool::observed), which every change of the mode sets
 inline bool recording() {
     return (g_mode.load(std::memory_order_relaxed) & RECORDING) != 0;
 }
