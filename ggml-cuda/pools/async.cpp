@@ -60,8 +60,10 @@ size_t pool_async::cached_bytes() const {
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
-    // its free cannot fail for want of room once the graph uses it
+    // its free cannot fail for want of room once the graph uses it: a place in the list of those
+    // out, and in the cache, which every one of them may come back to
     reserve_at_least(capture_out_, capture_out_.size() + 1);
+    reserve_at_least(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     const size_t best = smallest_fitting(capture_cache_, bytes, [&](size_t s) { return s >= bytes; });
     if (best != capture_cache_.size()) {
         *ptr    = capture_cache_[best].ptr;
@@ -183,7 +185,6 @@ class pool_async::steps final : public recovery_steps {
 
 void pool_async::room_for_frees(size_t buffers) {
     reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
-    reserve_at_least(capture_cache_, capture_cache_.size() + buffers);
 }
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {

@@ -32,9 +32,9 @@ class pool_async final : public pool {
     friend class pool; // calls the hit path (hit_path_of)
     status do_alloc(const request & r, void ** ptr, size_t * actual);
     size_t do_free(void * ptr, size_t actual) noexcept;
-    // every buffer handed out may be held back (pinned, capturing, or the driver refused it), or
-    // come back to the capture cache; the reuse cache's may be held back when they leave it.
-    // Made before each allocation, may throw std::bad_alloc
+    // every buffer handed out may be held back (pinned, capturing, or the driver refused it), and
+    // the reuse cache's when they leave it (a capture's make room in the capture cache, in
+    // alloc_in_capture). Made before each allocation, may throw std::bad_alloc
     void   room_for_frees(size_t buffers);
     size_t cached_bytes() const override;
     size_t held_bytes() const override {
@@ -80,6 +80,8 @@ class pool_async final : public pool {
     void   flush_reuse() noexcept;
 
     using deferred = held_buffer;
+    // the hit path's fields, on a cache line of their own (pool.h says why)
+    alignas(64) reuse_cache reuse_;
     // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
     std::vector<deferred> deferred_;
@@ -88,7 +90,6 @@ class pool_async final : public pool {
     std::vector<deferred> capture_cache_;
     std::vector<void *>   capture_out_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
-    reuse_cache           reuse_;
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;

@@ -70,9 +70,9 @@ class pool {
          live_record record = live_record::table) :
         path_(path),
         flags_(record == live_record::table ? TABLE : 0),
+        device_(device),
         stream_(stream),
         drv_(drv),
-        device_(device),
         kind_(kind) {
         enroll();
     }
@@ -203,7 +203,8 @@ class pool {
   private:
     // the hit path's fields first, with the vtable pointer in the object's first cache line:
     // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
-    // touches is a miss. The table follows, for the kinds that use it
+    // touches is a miss. The table follows with what a capture query names (stream, driver), for
+    // the kind that uses both on its hit path (async)
     static constexpr uint8_t TABLE   = 1; // live_record::table
     static constexpr uint8_t PINNING = 2; // between pin_begin and pin_end
     hit_path                 path_;
@@ -211,6 +212,8 @@ class pool {
     std::atomic<bool>        observed_{ false };
 
   protected:
+    int device_; // in the first line's padding
+
     // what a hit changes in the statistics; stats() reports them with the rest
     struct hit_counts {
         size_t   live_bytes      = 0;
@@ -224,10 +227,9 @@ class pool {
     live_set live_; // ptr -> actual size (live_record::table)
 
   protected:
-    ggml_cpool_stats stats_{}; // the rest of the statistics (its hit counts are counts_)
     stream_t         stream_ = nullptr;
     driver &         drv_;
-    int              device_;
+    ggml_cpool_stats stats_{}; // the rest of the statistics (its hit counts are counts_)
     ggml_cpool_kind  kind_;
 
   private:
