@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The cache lines a cold alloc + free pair misses, per pool, counted rather than timed: bench-hit's
+# cold family under cachegrind, whose last-level cache (2 MiB) is smaller than the walk bench-hit
+# makes before each call (4 MiB), so every line a call touches is a miss, as in an engine whose
+# kernel launches evict the pool between two calls. Prints, per pool at DEPTH cached buffers, the
+# missed read and write lines and the instructions of one pair, inside the pool's calls (the C API
+# and below; the setup before the timed pairs and the clock's reads are left out). Deterministic:
+# the same build gives the same figures, so a change in the hit path shows here before a GPU run.
+#   scripts/cold-lines.sh [BUILD_DIR] [DEPTH]     (defaults: build, 8)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+need_packages valgrind python3
+
+build=${1:-build}
+depth=${2:-8}
+bench=$build/tools/bench-hit
+[ -x "$bench" ] || { echo "cold-lines: $bench is not built (Google Benchmark is needed)" >&2; exit 1; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+printf '%-16s %12s %12s %14s\n' pool "read lines" "write lines" instructions
+for pool in ggml-vmm-style ggml-style legacy plain vmm async; do
+    valgrind --tool=cachegrind --cache-sim=yes --LL=2097152,16,64 --cachegrind-out-file="$out/$pool" \
+        "$bench" --benchmark_filter="^cold/$pool/$depth/" --benchmark_repetitions=1 >"$out/$pool.log" 2>&1
+    cg_annotate --auto=no --show-percs=no --threshold=0 "$out/$pool" 2>/dev/null | python3 -c '
+import re, sys
+pool = sys.argv[1]
+pairs = None
+ir = rd = wr = 0
+for line in sys.stdin:
+    m = re.match(r"\s*([\d,]+)\s+" + r"([\d,.]+)\s+" * 8 + r"(\S.*)$", line)
+    if not m:
+        continue
+    v = [int(x.replace(",", "")) if x != "." else 0 for x in m.groups()[:9]]
+    where = m.group(10)
+    # the pair: the C API call and everything below it, not the setup around the timed loop
+    if not re.search(r"ggml_cpool_(alloc|free)\b|gcp::|ggml_style", where):
+        continue
+    if re.search(r"context|create|~|grow|reserve\(\)|stream_slots|remark|release_oldest|bench_|pair_timer", where):
+        continue
+    ir += v[0]; rd += v[5]; wr += v[8]
+with open(sys.argv[2]) as log:
+    pairs = int(re.search(r"iterations:(\d+)", log.read()).group(1))
+print("%-16s %12.1f %12.1f %14.0f" % (pool, rd / pairs, wr / pairs, ir / pairs))
+' "$pool" "$out/$pool.log"
+done
