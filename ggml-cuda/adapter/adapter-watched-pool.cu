@@ -32,13 +32,12 @@ struct watched_pool final : ggml_cuda_pool {
 
     void * alloc(size_t size, size_t * actual_size) override {
         on_call();
-        const size_t before = reserved();
-        void *       ptr    = nullptr;
+        void * ptr = nullptr;
         {
             call_timer timer(&seen.call_ns);
             ptr = own->alloc(size, actual_size); // before *actual_size is read
         }
-        watch(*actual_size, before);
+        watch(*actual_size);
         return ptr;
     }
 
@@ -47,13 +46,12 @@ struct watched_pool final : ggml_cuda_pool {
             return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
         }
         on_call();
-        const size_t before = reserved();
-        void *       ptr    = nullptr;
+        void * ptr = nullptr;
         {
             call_timer timer(&seen.call_ns);
             ptr = own->alloc_overallocate(size, max_size, actual_size);
         }
-        watch(*actual_size, before);
+        watch(*actual_size);
         seen.note_growing(size, *actual_size);
         return ptr;
     }
@@ -61,8 +59,11 @@ struct watched_pool final : ggml_cuda_pool {
     void free(void * ptr, size_t size) override {
         on_call();
         live -= size;
-        call_timer timer(&seen.call_ns);
-        own->free(ptr, size);
+        {
+            call_timer timer(&seen.call_ns);
+            own->free(ptr, size);
+        }
+        held = reserved(); // a legacy pool with no slot left gives the buffer back
     }
 
     bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
@@ -91,8 +92,8 @@ struct watched_pool final : ggml_cuda_pool {
         return own->driver_usage(&now, &peak, &drv) ? now : 0;
     }
 
-    // after an allocation of `actual` bytes; `held`: what the pool reserved before it
-    void watch(size_t actual, size_t held) {
+    // after an allocation of `actual` bytes
+    void watch(size_t actual) {
         size_t   reserved = 0, peak = 0;
         uint64_t before = seen.driver_allocs, after = 0;
         if (own->driver_usage(&reserved, &peak, &after)) {
@@ -100,6 +101,7 @@ struct watched_pool final : ggml_cuda_pool {
             // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
             // growth maps what the request lacks, which may be less
             seen.flushes += legacy && after != before && reserved < held + actual;
+            held = reserved;
         }
         seen.allocs++;
         seen.hits += after == before;
@@ -112,6 +114,10 @@ struct watched_pool final : ggml_cuda_pool {
     int                                      device, slot;
     bool                                     legacy;
     size_t                                   live = 0;
+    // what ggml's pool reserved after its last call, which is what it holds before the next: read
+    // after each call, never just before one, which would bring the pool's lines into the cache
+    // ahead of the timed call (a module pool's call finds them as the kernel launches left them)
+    size_t                                   held = 0;
     figures                                  seen;
     snapshot_request                         snapshot;
 };
