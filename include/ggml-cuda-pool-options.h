@@ -52,6 +52,9 @@ enum ggml_cpool_option_takes {
     X(ON_OOM, "GGML_CUDA_POOL_ON_OOM", "llama.cpp adapter", WORD, "error (default) | abort",             \
       "what an allocation the module's pools cannot serve inside a compute does: the compute returns "   \
       "GGML_STATUS_ALLOC_FAILED (llama.cpp drops the batch), or the process ends")                       \
+    X(CAPTURES, "GGML_CUDA_POOL_CAPTURES", "llama.cpp adapter", WORD, "query (default) | declared",      \
+      "how the module's pools learn that ggml captures a CUDA graph: they ask the driver (the async "    \
+      "kind at every allocation), or the adapter declares each capture (ggml_cpool_declare_capture)")    \
     X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter", LIST,                                        \
       "ggml | ggml-legacy | auto | vmm | legacy | plain | async, comma-separated",                       \
       "configurations taken in turn by the backend contexts instead of GGML_CUDA_POOL")                  \

@@ -158,6 +158,12 @@ GGML_CPOOL_API uint64_t                     ggml_cpool_ctx_generation (ggml_cpoo
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_begin  (ggml_cpool_ctx_t ctx, uint64_t * graph);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_end    (ggml_cpool_ctx_t ctx);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph);
+// declared captures: a consumer that says when the pool's stream begins (1, just before
+// cudaStreamBeginCapture) and ends a capture (0, once it ended) spares the pool's hit path a
+// capture query at every call (the async kind's); what may synchronize or free at once (recovery,
+// trim, a stream switch) still asks the driver. -1 goes back to asking at every call. A capture
+// left undeclared is then served as eager work and breaks: declare every capture of the stream, or none
+GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_declare_capture(ggml_cpool_t pool, int capturing);
 // a stream of the driver's device, for a consumer that has none (any driver, the sim one included)
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_create (ggml_cpool_driver_t driver, int device, void ** stream);
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, int device, void * stream);

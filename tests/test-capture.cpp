@@ -292,6 +292,31 @@ TEST(CaptureAsync, WhatACaptureHeldBackGoesOutAtTheNextAllocationEvenAHit) {
     release(s.pool, hit);
 }
 
+TEST(CaptureAsync, ADeclaredCaptureIsTakenAtItsWordOnTheHitPathAndCheckedWhereItMayFree) {
+    async_sim s(CAPACITY);
+    buf       eager = alloc(s.pool, 64 * 1024);
+    release(s.pool, eager);                                                 // in the reuse cache
+    ASSERT_EQ(ggml_cpool_declare_capture(s.pool, 1), GGML_CPOOL_STATUS_OK); // the driver says no capture
+    buf declared = alloc(s.pool, 64 * 1024);
+    EXPECT_NE(declared.ptr, eager.ptr) << "a declared capture is served outside the device pool";
+    release(s.pool, declared);
+
+    ASSERT_EQ(s.capture(true), GGML_CPOOL_STATUS_OK);
+    ASSERT_EQ(ggml_cpool_declare_capture(s.pool, 0), GGML_CPOOL_STATUS_OK); // the driver says capture
+    buf trusted = alloc(s.pool, 64 * 1024);
+    EXPECT_EQ(trusted.ptr, eager.ptr) << "the declaration, not a query, decides the hit path";
+    release(s.pool, trusted);
+    const uint64_t syncs = s.calls(GGML_CPOOL_CALL_STREAM_SYNC) + s.calls(GGML_CPOOL_CALL_POOL_TRIM);
+    EXPECT_EQ(ggml_cpool_trim(s.pool), GGML_CPOOL_STATUS_UNSUPPORTED) << "trim still asks the driver";
+    EXPECT_EQ(s.calls(GGML_CPOOL_CALL_STREAM_SYNC) + s.calls(GGML_CPOOL_CALL_POOL_TRIM), syncs);
+
+    ASSERT_EQ(ggml_cpool_declare_capture(s.pool, -1), GGML_CPOOL_STATUS_OK); // ask again
+    buf asked = alloc(s.pool, 64 * 1024);
+    EXPECT_NE(asked.ptr, eager.ptr) << "asked, the driver's capture is served outside the device pool";
+    release(s.pool, asked);
+    ASSERT_EQ(s.capture(false), GGML_CPOOL_STATUS_OK);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sim, Capture,
                          testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN, GGML_CPOOL_KIND_VMM,
                                          GGML_CPOOL_KIND_ASYNC),

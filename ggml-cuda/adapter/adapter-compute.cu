@@ -111,6 +111,7 @@ enum ggml_status ggml_cuda_cpool_compute_failed(ggml_backend_cuda_context & ctx)
     }
     ggml_cuda_cpool_context & context = cpool_adapter::context_of(ctx);
     context.capture_abandoned         = false; // that capture is gone too
+    cpool_adapter::declare_capture(context, ctx.device, false);
     context.graph_events[GGML_CUDA_CPOOL_GRAPH_FAILED]++;
     return status;
 }

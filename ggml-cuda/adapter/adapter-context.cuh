@@ -18,6 +18,10 @@ struct ggml_cuda_cpool_context {
     ggml_cpool_ctx_t     ctx   = nullptr; // the module's pools; null where ggml's own serve
     uint64_t             graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
     bool                 capture_abandoned                          = false; // since ggml last asked
+    // declared captures (GGML_CUDA_POOL_CAPTURES=declared): whether ggml is capturing its device's
+    // first stream, and the module's pool of each device's first stream, which is told
+    bool                 capture_open                              = false;
+    ggml_cpool_t         first_stream_pool[GGML_CPOOL_MAX_DEVICES] = {};
 
     ~ggml_cuda_cpool_context(); // synchronizes the borrowed streams before the memory goes back
 };
@@ -26,6 +30,10 @@ namespace cpool_adapter {
 
 // the context of a backend context, opened by whichever comes first: a pool, a graph or a compute
 ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx);
+
+// declared captures: ggml begins (open) or has ended a capture of `device`'s first stream; the
+// module's pool of that stream is told, where GGML_CUDA_POOL_CAPTURES=declared asks for it
+void declare_capture(ggml_cuda_cpool_context & context, int device, bool open);
 
 // the module has exhausted its recovery, with the module's reason: inside a compute that may fail
 // (adapter-compute.cu) an out-of-memory fails the compute; anything else ends the process, as

@@ -155,6 +155,7 @@ struct module_pool final : ggml_cuda_pool {
                       device, ggml_cpool_last_error());
         context->capture_abandoned = true;
         context->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
+        declare_capture(*context, device, false); // before the request is asked again, outside it
         return true;
     }
 

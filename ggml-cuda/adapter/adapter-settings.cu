@@ -70,11 +70,13 @@ settings read_settings() {
     for (int i = 0; i < rotate.count; i++) {
         c.rotate.push_back(choice_of(ggml_cpool_option_entry(GGML_CPOOL_OPTION_ROTATE, rotate.text, i)));
     }
-    const ggml_cpool_option_value kv  = read(GGML_CPOOL_OPTION_KV_F16); // graph (the default), pool, pool-1x
-    c.kv_in_pool                      = kv.set && strcmp(kv.word, "graph") != 0;
-    c.kv_growing                      = !kv.set || strcmp(kv.word, "pool-1x") != 0;
-    const ggml_cpool_option_value oom = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
-    c.oom_fails_compute               = !oom.set || strcmp(oom.word, "abort") != 0;
+    const ggml_cpool_option_value kv       = read(GGML_CPOOL_OPTION_KV_F16); // graph (the default), pool, pool-1x
+    c.kv_in_pool                           = kv.set && strcmp(kv.word, "graph") != 0;
+    c.kv_growing                           = !kv.set || strcmp(kv.word, "pool-1x") != 0;
+    const ggml_cpool_option_value captures = read(GGML_CPOOL_OPTION_CAPTURES); // query (the default), declared
+    c.captures_declared                    = captures.set && strcmp(captures.word, "declared") == 0;
+    const ggml_cpool_option_value oom      = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
+    c.oom_fails_compute                    = !oom.set || strcmp(oom.word, "abort") != 0;
     open_stats(read(GGML_CPOOL_OPTION_STATS), &c);
     return c;
 }

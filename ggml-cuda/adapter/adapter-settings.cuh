@@ -28,7 +28,8 @@ struct settings {
     std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
     bool                kv_in_pool = false;
     bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
-    std::string         stats;             // empty: none; "-": stderr; else the file
+    bool                captures_declared = false; // GGML_CUDA_POOL_CAPTURES=declared
+    std::string         stats;                     // empty: none; "-": stderr; else the file
     // where the lines go: stderr, or the file, opened for appending when the settings were read
     FILE *              stats_out = nullptr;
     // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process

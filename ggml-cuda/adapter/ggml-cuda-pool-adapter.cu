@@ -77,6 +77,14 @@ ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx) {
     return *ctx.cpool_context;
 }
 
+void declare_capture(ggml_cuda_cpool_context & context, int device, bool open) {
+    context.capture_open = open;
+    ggml_cpool_t pool    = device >= 0 && device < GGML_CPOOL_MAX_DEVICES ? context.first_stream_pool[device] : nullptr;
+    if (config().captures_declared && pool != nullptr) {
+        (void) ggml_cpool_declare_capture(pool, open ? 1 : 0); // a pool and 1 or 0: never refused
+    }
+}
+
 } // namespace cpool_adapter
 
 ggml_cuda_cpool_context::~ggml_cuda_cpool_context() {
@@ -89,7 +97,11 @@ bool ggml_cuda_cpool_kv_f16_in_pool() {
 }
 
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event) {
-    cpool_adapter::context_of(ctx).graph_events[event]++;
+    ggml_cuda_cpool_context & s = cpool_adapter::context_of(ctx);
+    s.graph_events[event]++;
+    // ggml notes CAPTURE just before it begins capturing the device's first stream, and every
+    // other note comes once no capture is open (instantiate, update and launch follow its end)
+    cpool_adapter::declare_capture(s, ctx.device, event == GGML_CUDA_CPOOL_GRAPH_CAPTURE);
 }
 
 bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
@@ -130,6 +142,13 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
     }
     if (st != GGML_CPOOL_STATUS_OK) {
         cpool_adapter::fail(device, "creating the pool", st);
+    }
+    if (stream_no == 0 && device == ctx.device) {
+        // the stream ggml captures; its other streams, joined to a capture by ggml's forks, and
+        // other devices' keep asking the driver
+        ggml_cuda_cpool_context & s = *ctx.cpool_context;
+        s.first_stream_pool[device] = pool;
+        cpool_adapter::declare_capture(s, device, s.capture_open);
     }
     return cpool_adapter::make_module_pool(ctx.cpool_context, pool, device, stream_no, stream);
 }

@@ -276,6 +276,18 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
     return guarded(__func__, [&] { return as_pool(pool)->free(ptr, actual_size); });
 }
 
+ggml_cpool_status ggml_cpool_declare_capture(ggml_cpool_t pool, int capturing) {
+    if (pool == nullptr) {
+        return null_arg(__func__, "pool");
+    }
+    if (capturing < -1 || capturing > 1) {
+        GCP_LOG_ERROR("%s: capturing must be 1, 0 or -1 (ask the driver), not %d", __func__, capturing);
+        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+    }
+    as_pool(pool)->declare_capture(capturing);
+    return GGML_CPOOL_STATUS_OK;
+}
+
 ggml_cpool_status ggml_cpool_get_stats(ggml_cpool_t pool, ggml_cpool_stats * out) {
     if (pool == nullptr || out == nullptr) {
         return null_arg(__func__, pool ? "out" : "pool");

@@ -189,7 +189,7 @@ void pool_async::room_for_frees(size_t buffers) {
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     room_for_frees(live_count() + 1); // this buffer's included, before anything is taken
-    if (capturing()) {
+    if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
     size_t bytes = miss_bytes(r, 0, ALIGNMENT);
@@ -287,7 +287,7 @@ size_t pool_async::do_free(void * ptr, size_t actual) noexcept {
 void pool_async::give_back(void * ptr, size_t actual) noexcept {
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
-    if (pinned(ptr) || capturing() || !free_now(ptr, actual)) {
+    if (pinned(ptr) || capturing_as_declared() || !free_now(ptr, actual)) {
         deferred_.push_back({ ptr, actual }); // within the room alloc made
     }
 }

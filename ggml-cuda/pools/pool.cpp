@@ -177,6 +177,13 @@ void pool::pin_begin(uint64_t graph) {
     flags_   = uint8_t(graph != 0 ? flags_ | PINNING : flags_ & ~PINNING);
 }
 
+void pool::declare_capture(int capturing) {
+    flags_ = uint8_t(flags_ & ~(DECLARED | DECLARED_CAPTURING));
+    if (capturing >= 0) {
+        flags_ = uint8_t(flags_ | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
+    }
+}
+
 void pool::pin_release(uint64_t graph) {
     auto it = graphs_.find(graph);
     if (it == graphs_.end()) {

@@ -115,6 +115,8 @@ class pool {
     void            pin_begin(uint64_t graph);
     void            pin_end() { pin_begin(0); }
     void            pin_release(uint64_t graph);
+    // the stream's capture as the consumer declares it (1 capturing, 0 not), or -1: ask the driver
+    void            declare_capture(int capturing);
     bool            has_pins() const { return !pins_.empty(); }
     ggml_cpool_kind kind() const { return kind_; }
     int             device() const { return device_; }
@@ -187,14 +189,17 @@ class pool {
     // the driver's leak list
     void release_live();
 
-    bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
+    bool      pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
-    uintptr_t    pinned_top() const;
+    uintptr_t pinned_top() const;
     // whether the context's stream is being captured into a graph: no synchronize and no free
     // then (both are illegal during capture and would invalidate it)
-    bool         capturing();
+    bool      capturing();
+    // the same on a hit path: as the consumer declared it, where it did (declare_capture), which
+    // spares the driver's query; what may synchronize or free asks capturing()
+    bool capturing_as_declared() { return (flags_ & DECLARED) != 0 ? (flags_ & DECLARED_CAPTURING) != 0 : capturing(); }
     // logs why `what` is not done while the context's stream is capturing
-    void         log_capture_refusal(const char * what); // e.g. "trim refused"
+    void log_capture_refusal(const char * what); // e.g. "trim refused"
     // some buffers lost their last pin
     virtual void on_unpinned() {}
     // the stream is about to change: what is queued for the old one goes there first
@@ -205,8 +210,10 @@ class pool {
     // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
     // touches is a miss. The table follows with what a capture query names (stream, driver), for
     // the kind that uses both on its hit path (async)
-    static constexpr uint8_t TABLE   = 1; // live_record::table
-    static constexpr uint8_t PINNING = 2; // between pin_begin and pin_end
+    static constexpr uint8_t TABLE              = 1; // live_record::table
+    static constexpr uint8_t PINNING            = 2; // between pin_begin and pin_end
+    static constexpr uint8_t DECLARED           = 4; // the consumer declares its captures
+    static constexpr uint8_t DECLARED_CAPTURING = 8; // and the stream is capturing, it says
     hit_path                 path_;
     uint8_t                  flags_;
     std::atomic<bool>        observed_{ false };
