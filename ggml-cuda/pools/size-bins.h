@@ -54,7 +54,7 @@ class size_bins {
         fresh.entries.reserve(1);
         grow(bins_, bins_.size() + 1);
         grow(sizes_, bins_.size() + 1);
-        grow(marks_, words(bins_.size() + 1));
+        grow(more_marks_, words(bins_.size() + 1) - 1);
         // within capacity: cannot throw
         bins_.insert(bins_.begin() + std::ptrdiff_t(at), std::move(fresh));
         sizes_.insert(sizes_.begin() + std::ptrdiff_t(at), size);
@@ -84,7 +84,7 @@ class size_bins {
         bin &         b = bins_[i];
         const entry & e = b.entries[--b.cached]; // the newest cached becomes the first out
         *out            = { e.ptr, sizes_[i], e.last_use };
-        hint_           = i;
+        hint_           = uint32_t(i);
         hint_size_      = sizes_[i];
         count_--;
         bytes_ -= sizes_[i];
@@ -207,7 +207,7 @@ class size_bins {
 
     // the first bin of at least `size` (bins_.end() when none), without a branch per step
     std::vector<bin>::iterator lower(size_t size) {
-        size_t n = sizes_.size();
+        size_t n = bins_.size(); // sizes_'s, from the line the hit path reads anyway
         if (n == 0) {
             return bins_.end();
         }
@@ -247,23 +247,27 @@ class size_bins {
         return true;
     }
 
-    void mark(size_t i) { marks_[i / WORD] |= uint64_t(1) << (i % WORD); }
-    void unmark(size_t i) { marks_[i / WORD] &= ~(uint64_t(1) << (i % WORD)); }
+    // the marks' word w: the first in the hit path's line, the rest in more_marks_
+    uint64_t & word(size_t w) { return w == 0 ? mark0_ : more_marks_[w - 1]; }
+    uint64_t   word(size_t w) const { return w == 0 ? mark0_ : more_marks_[w - 1]; }
+    void       mark(size_t i) { word(i / WORD) |= uint64_t(1) << (i % WORD); }
+    void       unmark(size_t i) { word(i / WORD) &= ~(uint64_t(1) << (i % WORD)); }
     // rebuilt when bins come or go (a miss or a release, never a hit); never grows past the
     // capacity reserve() made. The hint's index may name another bin now: forgotten
-    void remark() {
-        marks_.assign(words(bins_.size()), 0);
-        for (size_t i = 0; i < bins_.size(); i++) {
-            if (bins_[i].cached != 0) {
-                mark(i);
+    void       remark() {
+              mark0_ = 0;
+              more_marks_.assign(std::max<size_t>(words(bins_.size()), 1) - 1, 0);
+              for (size_t i = 0; i < bins_.size(); i++) {
+                  if (bins_[i].cached != 0) {
+                      mark(i);
             }
         }
-        hint_size_ = 0;
+              hint_size_ = 0;
     }
     // the first bin at or after i that holds a buffer (bins_.size() when none)
     size_t next_marked(size_t i) const {
-        for (size_t w = i / WORD; w < marks_.size(); w++) {
-            uint64_t bits = marks_[w];
+        for (size_t w = i / WORD; w <= more_marks_.size(); w++) {
+            uint64_t bits = word(w);
             if (w == i / WORD) {
                 bits &= ~uint64_t(0) << (i % WORD);
             }
@@ -274,14 +278,16 @@ class size_bins {
         return bins_.size();
     }
 
-    // what a free reads first, then what a take reads: the bin take() took from last and its
-    // size (0: none), a free's first guess, which saves it the search and the sizes' line
+    // The hit path's fields, to the start of sizes_, on one line with the legacy pool's clock: a
+    // take reads the first word of the marks and the sizes' data through it, a free its first
+    // guess, the bin take() took from last and its size (0: none), which saves it the search
     size_t                hint_size_ = 0;
-    size_t                hint_      = 0;
-    size_t                count_     = 0;
-    std::vector<bin>      bins_;  // ascending sizes
-    std::vector<size_t>   sizes_; // bins_[i]'s buffer size, dense for the search
-    std::vector<uint64_t> marks_; // bit i: bins_[i] holds a cached buffer
+    uint32_t              hint_      = 0;
+    uint32_t              count_     = 0; // at most the pool's bound on cached buffers, and a few more
+    uint64_t              mark0_     = 0; // bins 0-63 of the marks
+    std::vector<bin>      bins_;          // ascending sizes
+    std::vector<size_t>   sizes_;         // bins_[i]'s buffer size, dense for the search
+    std::vector<uint64_t> more_marks_;    // the marks past bin 63 (bit i: bins_[i] holds a cached buffer)
     size_t                bytes_ = 0;
 };
 
