@@ -20,13 +20,7 @@ size_t pool_legacy::live_buffers() const {
 }
 
 bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    bool found = false;
-    bins_.for_each_out([&](void * p, size_t s) {
-        *ptr  = found ? *ptr : p;
-        *size = found ? *size : s;
-        found = true;
-    });
-    return found;
+    return bins_.first_out(ptr, size);
 }
 
 void pool_legacy::note_growth(size_t size) {

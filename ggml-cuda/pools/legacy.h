@@ -69,18 +69,16 @@ class pool_legacy final : public pool {
     // cached buffers in `which`, least recently used first, until `target` bytes went back
     size_t release_oldest(size_t target, scope which);
     size_t cached_count() const { return bins_.count() + reserve_.count(); }
-    // the bins' count first: the reserve's lies on another line, and matters only near the bound
-    bool   cache_full() const {
-          return bins_.count() + growth_reserve::MAX_GROWING >= MAX_CACHED_BUFFERS &&
-                 cached_count() >= MAX_CACHED_BUFFERS;
-    }
+    // whether the cache holds its bound of buffers (the bins' count first: the reserve's lies on
+    // another line, and matters only near the bound)
+    bool   cache_full() const;
     // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
-    void note_growth(size_t size);
+    void   note_growth(size_t size);
     // the best fit in the reserve, counted out (false when none holds the request)
-    bool take_reserved(size_t size, size_bins::buffer * hit);
+    bool   take_reserved(size_t size, size_bins::buffer * hit);
     // a request that is not growing, refused by the driver: a reserve buffer that holds it
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
-    bool serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
+    bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
 
     // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
     // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any
@@ -96,5 +94,9 @@ class pool_legacy final : public pool {
     options        opt_;
     uint64_t       outgrown_ = 0; // ticks once per outgrown buffer, oldest outgrown first
 };
+
+inline bool pool_legacy::cache_full() const {
+    return bins_.count() + growth_reserve::MAX_GROWING >= MAX_CACHED_BUFFERS && cached_count() >= MAX_CACHED_BUFFERS;
+}
 
 } // namespace gcp

@@ -189,17 +189,17 @@ class pool {
     // the driver's leak list
     void release_live();
 
-    bool      pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
+    bool         pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
-    uintptr_t pinned_top() const;
+    uintptr_t    pinned_top() const;
     // whether the context's stream is being captured into a graph: no synchronize and no free
     // then (both are illegal during capture and would invalidate it)
-    bool      capturing();
+    bool         capturing();
     // the same on a hit path: as the consumer declared it, where it did (declare_capture), which
     // spares the driver's query; what may synchronize or free asks capturing()
-    bool capturing_as_declared() { return (flags_ & DECLARED) != 0 ? (flags_ & DECLARED_CAPTURING) != 0 : capturing(); }
+    bool         capturing_as_declared();
     // logs why `what` is not done while the context's stream is capturing
-    void log_capture_refusal(const char * what); // e.g. "trim refused"
+    void         log_capture_refusal(const char * what); // e.g. "trim refused"
     // some buffers lost their last pin
     virtual void on_unpinned() {}
     // the stream is about to change: what is queued for the old one goes there first
@@ -266,5 +266,9 @@ class pool {
     pool *                                            next_ = nullptr;
     void                                              enroll();
 };
+
+inline bool pool::capturing_as_declared() {
+    return (flags_ & DECLARED) != 0 ? (flags_ & DECLARED_CAPTURING) != 0 : capturing();
+}
 
 } // namespace gcp

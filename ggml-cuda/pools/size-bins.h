@@ -115,6 +115,18 @@ class size_bins {
         return {};
     }
 
+    // one out buffer (false: none is out)
+    bool first_out(void ** ptr, size_t * size) const {
+        for (size_t i = 0; i < bins_.size(); i++) {
+            if (bins_[i].cached < bins_[i].entries.size()) {
+                *ptr  = bins_[i].entries[bins_[i].cached].ptr;
+                *size = sizes_[i];
+                return true;
+            }
+        }
+        return false;
+    }
+
     // the size ptr is out at, or NONE (a refused free's line says it)
     size_t size_out(const void * ptr) const {
         size_t size = NONE;
