@@ -8,7 +8,7 @@ import statistics
 
 from . import lines, markdown
 
-CONFIGS = ("ggml", "vmm", "legacy", "plain", "async")
+CONFIGS = ("ggml", "vmm", "legacy", "plain", "async", "async-declared")
 BASELINE = "ggml"
 SOURCES = (("llama-server", r"serve-r(\d+)/serve-{c}-free\.stats"), ("graphs-off llama-bench", r"pairs-{c}-r(\d+)\.stats"))
 
