@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""A table of the docs against its source files: `growing` (the growing sweep under memory
-pressure) regenerated from docs/results/h200-7ce09b6.tar.xz and h200-e17176c.tar.xz must read as
+"""A table of the docs against its source files: `pairs`' figure per alloc+free pair, with and
+without each pool's first call, from stats lines made up here; `growing` (the growing sweep under
+memory pressure) regenerated from docs/results/h200-7ce09b6.tar.xz and h200-e17176c.tar.xz must read as
 tests/results/growing.md does. And the generated blocks of a page (tests/results/blocks.md, a copy
 of it): `results.py check` names the stale block and the unknown one, exit 1; `results.py tables`
 rewrites the stale one from its files, leaving the text around it and the unknown block as they
@@ -16,7 +17,7 @@ import sys
 import tempfile
 
 from results_check import check
-from results import registry  # noqa: E402  (results_check puts it on the path)
+from results import pairs, registry  # noqa: E402  (results_check puts it on the path)
 
 SCRIPTS, FIXTURES = sys.argv[1:3]
 
@@ -61,7 +62,19 @@ def check_blocks(tmp):
           "a block left open: refused, the file left as it is", done.stdout + done.stderr)
 
 
+def check_pairs():
+    line = "ggml-cuda-pool stats: context=1 device=0 slot={s} pool=vmm allocs={a} hits={a} call_ms={ms}{first}\n"
+    two = (line.format(s=0, a=1001, ms="1.100", first=" first_call_ms=1.000") +
+           line.format(s=1, a=101, ms="0.110", first=" first_call_ms=0.100"))
+    check(abs(pairs.per_pair(two) - 1.21e6 / 1102) < 1e-6, "per pair: every call", pairs.per_pair(two))
+    check(abs(pairs.per_pair(two, True) - 0.11e6 / 1100) < 1e-6, "without each pool's first call: its time and "
+          "its pair out", pairs.per_pair(two, True))
+    old = line.format(s=0, a=1001, ms="1.100", first="")
+    check(pairs.per_pair(old, True) is None, "lines that do not give the first call: no figure", pairs.per_pair(old, True))
+
+
 if __name__ == "__main__":
+    check_pairs()
     check_growing()
     with tempfile.TemporaryDirectory() as tmp:
         check_blocks(tmp)

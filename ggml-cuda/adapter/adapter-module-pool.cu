@@ -34,7 +34,7 @@ struct module_pool final : ggml_cuda_pool {
 
     void * alloc(size_t size, size_t * actual_size) override {
         on_call();
-        call_timer timer(timed ? &seen.call_ns : nullptr);
+        call_timer timer(timed ? &seen : nullptr);
         return take(size, false, 0, actual_size);
     }
 
@@ -45,7 +45,7 @@ struct module_pool final : ggml_cuda_pool {
         on_call();
         void * ptr = nullptr;
         {
-            call_timer timer(timed ? &seen.call_ns : nullptr);
+            call_timer timer(timed ? &seen : nullptr);
             ptr = take(size, true, max_size, actual_size);
         }
         seen.note_growing(size, *actual_size);
@@ -54,7 +54,7 @@ struct module_pool final : ggml_cuda_pool {
 
     void free(void * ptr, size_t size) override {
         on_call();
-        call_timer        timer(timed ? &seen.call_ns : nullptr);
+        call_timer        timer(timed ? &seen : nullptr);
         ggml_cpool_status st = ggml_cpool_free(pool, ptr, size);
         if (st != GGML_CPOOL_STATUS_OK) {
             fail(device, "free", st);

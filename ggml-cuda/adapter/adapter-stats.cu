@@ -100,13 +100,13 @@ void report(line what, uint64_t context, int device, int slot, const figures & f
         "ggml-cuda-pool %s: context=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
-        "growing_peak_buffer_mib=%.2f call_ms=%.3f\n",
+        "growing_peak_buffer_mib=%.2f call_ms=%.3f first_call_ms=%.3f\n",
         what == line::stats ? "stats" : "snapshot", (unsigned long long) context, device, slot, f.kind,
         (unsigned long long) f.allocs, (unsigned long long) f.hits, (unsigned long long) f.driver_allocs,
         (unsigned long long) f.driver_frees, f.live / MiB, f.reserved / MiB, f.peak_live / MiB, f.peak_reserved / MiB,
         (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes, (unsigned long long) f.oom,
         (unsigned long long) f.syncs, (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB,
-        f.call_ns / 1e6);
+        f.call_ns / 1e6, f.first_call_ns / 1e6);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {

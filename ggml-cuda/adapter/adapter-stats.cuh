@@ -22,6 +22,10 @@ struct figures {
     size_t       peak_live = 0, peak_reserved = 0;
     uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
     uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
+    // the first of those calls: it sets the pool up, and the driver its own pool (the first
+    // cudaMallocAsync of a device: milliseconds), which a short run's figure per call would hide
+    uint64_t     first_call_ns = 0;
+    bool         called        = false;
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
     uint64_t     growing      = 0;
     size_t       growing_peak = 0, growing_got = 0;
@@ -33,14 +37,21 @@ struct figures {
     }
 };
 
-// adds the time until its end to *total (nothing when total is null). ggml's own pools have no
-// timer: the adapter times every pool alike, at ggml's interface, the adapter's own work included
+// adds the time until its end to f's call_ns, and the first call's to its first_call_ns (nothing
+// when f is null). ggml's own pools have no timer: the adapter times every pool alike, at ggml's
+// interface, the adapter's own work included
 class call_timer {
   public:
-    explicit call_timer(uint64_t * total) : total(total), start(total ? clock::now() : clock::time_point()) {}
+    explicit call_timer(figures * f) : f(f), start(f ? clock::now() : clock::time_point()) {}
     ~call_timer() {
-        if (total != nullptr) {
-            *total += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+        if (f != nullptr) {
+            const uint64_t ns =
+                uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+            f->call_ns += ns;
+            if (!f->called) {
+                f->called        = true;
+                f->first_call_ns = ns;
+            }
         }
     }
     call_timer(const call_timer &)             = delete;
@@ -48,7 +59,7 @@ class call_timer {
 
   private:
     using clock = std::chrono::steady_clock;
-    uint64_t *        total;
+    figures *         f;
     clock::time_point start;
 };
 

@@ -34,7 +34,7 @@ struct watched_pool final : ggml_cuda_pool {
         on_call();
         void * ptr = nullptr;
         {
-            call_timer timer(&seen.call_ns);
+            call_timer timer(&seen);
             ptr = own->alloc(size, actual_size); // before *actual_size is read
         }
         watch(*actual_size);
@@ -48,7 +48,7 @@ struct watched_pool final : ggml_cuda_pool {
         on_call();
         void * ptr = nullptr;
         {
-            call_timer timer(&seen.call_ns);
+            call_timer timer(&seen);
             ptr = own->alloc_overallocate(size, max_size, actual_size);
         }
         watch(*actual_size);
@@ -60,7 +60,7 @@ struct watched_pool final : ggml_cuda_pool {
         on_call();
         live -= size;
         {
-            call_timer timer(&seen.call_ns);
+            call_timer timer(&seen);
             own->free(ptr, size);
         }
         held = reserved(); // a legacy pool with no slot left gives the buffer back

@@ -13,28 +13,40 @@ BASELINE = "ggml"
 SOURCES = (("llama-server", r"serve-r(\d+)/serve-{c}-free\.stats"), ("graphs-off llama-bench", r"pairs-{c}-r(\d+)\.stats"))
 
 
-def per_pair(text):
+def per_pair(text, steady=False):
+    """ns per pair; steady: without each pool's first call, which sets the pool (and the driver's
+    own) up, where the lines say what it took (None where they do not)"""
     kvs = lines.pool_lines(text)
     allocs = lines.total(kvs, "allocs")
-    return lines.total(kvs, "call_ms") * 1e6 / allocs if allocs else None
+    if steady and not all("first_call_ms" in kv for kv in kvs):
+        return None
+    ms = lines.total(kvs, "call_ms") - (lines.total(kvs, "first_call_ms") if steady else 0)
+    pairs = allocs - (len(kvs) if steady else 0)
+    return ms * 1e6 / pairs if kvs and pairs > 0 else None
 
 
-def rounds(folder, pattern, config):
+def rounds(folder, pattern, config, steady=False):
     """ns per pair of each round, in round order"""
     found = sorted((int(m.group(1)), name) for name, m in folder.match(pattern.format(c=re.escape(config))))
-    return [x for x in (per_pair(folder.text(name)) for _, name in found) if x is not None]
+    return [x for x in (per_pair(folder.text(name), steady) for _, name in found) if x is not None]
 
 
 def table(folder):
     rows = []
     for where, pattern in SOURCES:
-        base = rounds(folder, pattern, BASELINE)
+        base, base_steady = rounds(folder, pattern, BASELINE), rounds(folder, pattern, BASELINE, True)
         for config in CONFIGS:
-            ns = rounds(folder, pattern, config)
+            ns, steady = rounds(folder, pattern, config), rounds(folder, pattern, config, True)
             if not ns:
                 continue
-            ratio = statistics.median(ns) / statistics.median(base) if base else None
             rows.append([where, config, str(len(ns)), " / ".join(f"{x:.0f}" for x in ns),
-                         f"{statistics.median(ns):.0f}", f"{ratio:.2f}x" if ratio else "-"])
+                         f"{statistics.median(ns):.0f}", ratio(ns, base), ratio(steady, base_steady)])
     return markdown.table(["run", "configuration", "rounds", "ns per pair, each round", "median",
-                           f"median / {BASELINE}'s"], rows)
+                           f"median / {BASELINE}'s", "the same without each pool's first call"], rows)
+
+
+def ratio(ns, base):
+    """the medians' ratio ("-" without figures)"""
+    if not ns or not base:
+        return "-"
+    return f"{statistics.median(ns) / statistics.median(base):.2f}x"
