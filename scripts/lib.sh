@@ -4,6 +4,9 @@
 need_packages() {
     local missing=()
     for p in "$@"; do
+        # a tool on PATH counts (cmake, ninja, g++ installed some other way than Debian's package:
+        # a machine without a network then runs anyway)
+        command -v "${p%-build}" >/dev/null && continue
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
