@@ -69,6 +69,9 @@ def check_pairs():
     check(abs(pairs.per_pair(two) - 1.21e6 / 1102) < 1e-6, "per pair: every call", pairs.per_pair(two))
     check(abs(pairs.per_pair(two, True) - 0.11e6 / 1100) < 1e-6, "without each pool's first call: its time and "
           "its pair out", pairs.per_pair(two, True))
+    unused = line.format(s=2, a=0, ms="0.000", first=" first_call_ms=0.000")
+    check(abs(pairs.per_pair(two + unused, True) - 0.11e6 / 1100) < 1e-6, "a pool that never allocated has no first "
+          "call to take out", pairs.per_pair(two + unused, True))
     old = line.format(s=0, a=1001, ms="1.100", first="")
     check(pairs.per_pair(old, True) is None, "lines that do not give the first call: no figure", pairs.per_pair(old, True))
 

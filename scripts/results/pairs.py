@@ -14,15 +14,16 @@ SOURCES = (("llama-server", r"serve-r(\d+)/serve-{c}-free\.stats"), ("graphs-off
 
 
 def per_pair(text, steady=False):
-    """ns per pair; steady: without each pool's first call, which sets the pool (and the driver's
-    own) up, where the lines say what it took (None where they do not)"""
+    """ns per pair; steady: without each pool's first call (an allocation, which sets the pool and the
+    driver's own up) and its pair, where the lines say what it took (None where they do not)"""
     kvs = lines.pool_lines(text)
-    allocs = lines.total(kvs, "allocs")
-    if steady and not all("first_call_ms" in kv for kv in kvs):
-        return None
-    ms = lines.total(kvs, "call_ms") - (lines.total(kvs, "first_call_ms") if steady else 0)
-    pairs = allocs - (len(kvs) if steady else 0)
-    return ms * 1e6 / pairs if kvs and pairs > 0 else None
+    ms, allocs = lines.total(kvs, "call_ms"), lines.total(kvs, "allocs")
+    if steady:
+        if not all("first_call_ms" in kv for kv in kvs):
+            return None
+        ms -= lines.total(kvs, "first_call_ms")
+        allocs -= sum(1 for kv in kvs if float(kv.get("allocs", 0)) > 0)
+    return ms * 1e6 / allocs if allocs > 0 else None
 
 
 def rounds(folder, pattern, config, steady=False):
