@@ -77,13 +77,21 @@ struct op_mix {
     uint64_t allocs, frees, removals;
 };
 
-// random takes, puts and removals over buffers of the given sizes, checked against an ordered model
+// a buffer handed out, and whether a growing request holds it
+struct out_buffer {
+    void * ptr;
+    size_t size;
+    bool   growing;
+};
+
+// random takes, puts and removals over buffers of the given sizes, checked against an ordered model;
+// a random half of the buffers handed out are held by growing requests, which each free must see
 void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
-    gcp::size_bins                         bins;
-    std::multimap<size_t, void *>          model; // cached: size -> ptr
-    std::vector<std::pair<void *, size_t>> out;   // handed out
-    std::mt19937_64                        rng(SEED);
-    uint64_t                               next = 0, clock = 0;
+    gcp::size_bins                bins;
+    std::multimap<size_t, void *> model; // cached: size -> ptr
+    std::vector<out_buffer>       out;   // handed out
+    std::mt19937_64               rng(SEED);
+    uint64_t                      next = 0, clock = 0;
     for (int op = 0; op < OPS; op++) {
         const uint64_t pick = rng() % (mix.allocs + mix.frees + mix.removals);
         switch (pick < mix.allocs ? 0 : pick < mix.allocs + mix.frees ? 1 : 2) {
@@ -99,25 +107,31 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                     auto e     = std::find_if(range.first, range.second, [&](auto & kv) { return kv.second == b.ptr; });
                     ASSERT_NE(e, range.second);
                     model.erase(e);
-                    out.push_back({ b.ptr, b.size });
+                    const bool growing = rng() % 2 == 0;
+                    if (growing) {
+                        bins.hold_for_growth();
+                    }
+                    out.push_back({ b.ptr, b.size, growing });
                 } else {
-                    size_t size = sizes[rng() % sizes.size()];
+                    size_t     size    = sizes[rng() % sizes.size()];
+                    const bool growing = rng() % 2 == 0;
                     bins.reserve(size);
-                    bins.lend(fake_ptr(next), size);
-                    out.push_back({ fake_ptr(next++), size });
+                    bins.lend(fake_ptr(next), size, growing);
+                    out.push_back({ fake_ptr(next++), size, growing });
                 }
                 break;
             }
             case 1: // free into the cache
                 if (!out.empty()) {
                     size_t i = rng() % out.size();
-                    ASSERT_FALSE(bins.find_out(out[i].first, out[i].second + 1).found()) << "a wrong size";
-                    ASSERT_EQ(bins.size_out(out[i].first), out[i].second);
-                    auto at = bins.find_out(out[i].first, out[i].second);
+                    ASSERT_FALSE(bins.find_out(out[i].ptr, out[i].size + 1).found()) << "a wrong size";
+                    ASSERT_EQ(bins.size_out(out[i].ptr), out[i].size);
+                    auto at = bins.find_out(out[i].ptr, out[i].size);
                     ASSERT_TRUE(at.found());
+                    ASSERT_EQ(at.growing, out[i].growing) << "whether a growing request held it";
                     bins.put(at, ++clock);
-                    ASSERT_FALSE(bins.find_out(out[i].first, out[i].second).found()) << "cached, no longer out";
-                    model.insert({ out[i].second, out[i].first });
+                    ASSERT_FALSE(bins.find_out(out[i].ptr, out[i].size).found()) << "cached, no longer out";
+                    model.insert({ out[i].size, out[i].ptr });
                     out[i] = out.back();
                     out.pop_back();
                 }
@@ -129,7 +143,7 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                     model.erase(it);
                 } else if (!out.empty()) {
                     size_t i = rng() % out.size();
-                    bins.forget(bins.find_out(out[i].first, out[i].second));
+                    bins.forget(bins.find_out(out[i].ptr, out[i].size));
                     out[i] = out.back();
                     out.pop_back();
                 }
@@ -141,7 +155,10 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                 bytes += kv.first;
             }
             ASSERT_EQ(bins.bytes(), bytes);
-            std::map<void *, size_t> recorded, handed(out.begin(), out.end());
+            std::map<void *, size_t> recorded, handed;
+            for (const out_buffer & o : out) {
+                handed[o.ptr] = o.size;
+            }
             bins.for_each_out([&](void * p, size_t s) { recorded[p] = s; });
             ASSERT_EQ(recorded, handed) << "the bins record exactly the buffers out";
         }

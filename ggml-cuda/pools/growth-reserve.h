@@ -40,8 +40,6 @@ class growth_reserve {
         }
         return n;
     }
-    // whether buffers lent to growing requests are out (their frees come here first)
-    bool lent() const { return !out_.empty(); }
     bool holds(size_t size) const { return find(size) != cached_.end(); }
 
     // a growing request of `size`: room for its buffer to come back (may throw: nothing changed),
@@ -49,7 +47,6 @@ class growth_reserve {
     // it now, and it goes back first
     template <typename F> void grow_to(size_t size, F && outgrown) {
         reserve_at_least(cached_, MAX_GROWING);
-        reserve_at_least(out_, out_.size() + 1);
         need_ = size;
         for (size_t i = cached_.size(); i-- > 0;) {
             if (cached_[i].size < size) {
@@ -68,16 +65,9 @@ class growth_reserve {
         return true;
     }
     void take(void * ptr) { remove(ptr); }
-    // a buffer handed out for a growing request (within the room grow_to made)
-    void lend(void * ptr) { out_.push_back(ptr); }
-    // a freed buffer: true when the reserve keeps it (it was lent, is still as large as the
-    // latest growing request and there is room); a lent one that is not kept is forgotten
+    // a freed buffer that a growing request held (the bins know which: size-bins.h): true when the
+    // reserve keeps it (it is still as large as the latest growing request and there is room)
     bool keep(void * ptr, size_t actual, uint64_t stamp) {
-        auto lent = std::find(out_.begin(), out_.end(), ptr);
-        if (lent == out_.end()) {
-            return false;
-        }
-        out_.erase(lent);
         if (actual < need_ || cached_.size() >= MAX_GROWING) {
             return false;
         }
@@ -106,7 +96,6 @@ class growth_reserve {
         return best;
     }
 
-    std::vector<void *> out_;      // the buffers handed out for growing requests (every free asks)
     std::vector<buffer> cached_;   // the reserve
     size_t              need_ = 0; // the latest growing request
 };

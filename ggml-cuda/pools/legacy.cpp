@@ -31,13 +31,13 @@ void pool_legacy::note_growth(size_t size) {
     });
 }
 
-bool pool_legacy::take_reserved(size_t size, size_bins::buffer * hit) {
+bool pool_legacy::take_reserved(size_t size, bool growing, size_bins::buffer * hit) {
     if (!reserve_.best_fit(size, hit)) {
         return false;
     }
     bins_.reserve(hit->size); // recorded out, as every buffer handed out is (may throw: nothing taken)
     reserve_.take(hit->ptr);
-    bins_.lend(hit->ptr, hit->size);
+    bins_.lend(hit->ptr, hit->size, growing);
     return true;
 }
 
@@ -49,13 +49,13 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (r.growing()) {
         note_growth(r.size);
     }
-    const bool reserved = r.growing() && take_reserved(r.size, &hit);
+    const bool reserved = r.growing() && take_reserved(r.size, true, &hit);
     if (reserved || bins_.take(r.size, &hit)) {
         // a growing request's buffer goes to the reserve once freed, but not an ordinary one
         // larger than its miss would take: that was made for another request (a weight matrix's
         // dequantization), which would miss while it waits there for growing requests only
-        if (r.growing() && (reserved || hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING))) {
-            reserve_.lend(hit.ptr); // within the room note_growth made
+        if (!reserved && r.growing() && hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING)) {
+            bins_.hold_for_growth();
         }
         *ptr    = hit.ptr;
         *actual = hit.size;
@@ -118,10 +118,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         return st;
     }
     on_driver_alloc(bytes);
-    bins_.lend(*ptr, bytes);
-    if (r.growing()) {
-        reserve_.lend(*ptr); // within the room note_growth made
-    }
+    bins_.lend(*ptr, bytes, r.growing());
     *actual = bytes;
     return OK;
 }
@@ -152,7 +149,7 @@ bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, siz
     driver_failed(); // the line below says how it ends
     bins_.unreserve(bytes);
     size_bins::buffer hit{};
-    take_reserved(size, &hit); // may throw: nothing is taken then
+    take_reserved(size, false, &hit); // may throw: nothing is taken then
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
                   to_mib(bytes), to_mib(hit.size));
     stats_.misses--;
@@ -291,7 +288,7 @@ size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
         return bins_.size_out(ptr); // NOT_LIVE, or the size it is out at
     }
     clock_++;
-    if ((reserve_.lent() || cache_full()) && set_aside(at, ptr, actual)) {
+    if ((at.growing || cache_full()) && set_aside(at, ptr, actual)) {
         return actual;
     }
     bins_.put(at, clock_); // within the room its bin kept
@@ -300,7 +297,7 @@ size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
 
 bool pool_legacy::set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept {
     // still as large as the latest growing request: kept for the next steps of the growth
-    if (reserve_.keep(ptr, actual, clock_)) {
+    if (at.growing && reserve_.keep(ptr, actual, clock_)) {
         bins_.forget(at);
         return true;
     }

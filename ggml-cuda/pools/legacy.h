@@ -74,8 +74,9 @@ class pool_legacy final : public pool {
     bool   cache_full() const;
     // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
     void   note_growth(size_t size);
-    // the best fit in the reserve, counted out (false when none holds the request)
-    bool   take_reserved(size_t size, size_bins::buffer * hit);
+    // the best fit in the reserve, counted out, for a growing request or not (false when none
+    // holds the request)
+    bool   take_reserved(size_t size, bool growing, size_bins::buffer * hit);
     // a request that is not growing, refused by the driver: a reserve buffer that holds it
     // serves it rather than the memory going back in the reclaim that would follow (false: none)
     bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);

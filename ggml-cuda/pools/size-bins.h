@@ -11,11 +11,14 @@
 // one. A buffer usually comes back to the bin it was last taken from (ggml frees in the reverse
 // order it allocates), which a free checks before it searches. A bin keeps room for every buffer
 // of its size, so a buffer comes back without an allocation: only reserve() on the allocating path
-// grows anything. A bin goes when its last buffer, cached or out, goes back to the driver.
+// grows anything. A bin goes when its last buffer, cached or out, goes back to the driver. An out
+// entry says whether a growing request holds it (its free goes to the growth reserve first), so a
+// free reads no line beyond its entry's to know.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 namespace gcp {
@@ -30,9 +33,10 @@ class size_bins {
 
     // where an out buffer is recorded (found()), for put() and forget(); valid until the bins change
     struct out_ref {
-        size_t bin   = NONE;
-        size_t entry = 0;
-        size_t size  = 0;
+        size_t bin     = NONE;
+        size_t entry   = 0;
+        size_t size    = 0;
+        bool   growing = false; // a growing request holds it (lend(..., true), hold_for_growth)
 
         bool found() const { return bin != NONE; }
     };
@@ -61,11 +65,12 @@ class size_bins {
         remark();
     }
 
-    // the allocation reserve() made room for: ptr, of `size`, is out from now on (never allocates)
-    void lend(void * ptr, size_t size) {
+    // the allocation reserve() made room for: ptr, of `size`, is out from now on, held by a growing
+    // request or not (never allocates)
+    void lend(void * ptr, size_t size, bool growing = false) {
         auto it = lower(size);
         it->pending--;
-        it->entries.push_back({ ptr, 0 }); // within the room reserve() kept
+        it->entries.push_back({ ptr, growing ? GROWING : NOT_GROWING }); // within the room reserve() kept
     }
 
     // the allocation reserve() made room for failed: forget it
@@ -87,12 +92,14 @@ class size_bins {
         hint_           = uint32_t(i);
         hint_size_      = sizes_[i];
         count_--;
-        bytes_ -= sizes_[i];
         if (b.cached == 0) {
             unmark(i);
         }
-        return true;
+        return true; // its stamp, never GROWING, says a growing request does not hold it
     }
+
+    // the buffer take() handed out last is held by a growing request
+    void hold_for_growth() { bins_[hint_].entries[bins_[hint_].cached].last_use = GROWING; }
 
     // where ptr is recorded out at `size` (not found(): it is not out at that size)
     out_ref find_out(const void * ptr, size_t size) {
@@ -109,7 +116,7 @@ class size_bins {
         const std::vector<entry> & es = bins_[i].entries;
         for (size_t j = bins_[i].cached; j < es.size(); j++) {
             if (es[j].ptr == ptr) {
-                return { i, j, size };
+                return { i, j, size, es[j].last_use == GROWING };
             }
         }
         return {};
@@ -134,13 +141,12 @@ class size_bins {
         return size;
     }
 
-    // an out buffer comes back to the cache (never allocates)
+    // an out buffer comes back to the cache, stamped last_use (> 0; never allocates)
     void put(out_ref at, uint64_t last_use) {
         bin & b = bins_[at.bin];
         std::swap(b.entries[at.entry], b.entries[b.cached]); // to the newest cached place
         b.entries[b.cached++].last_use = last_use;
         count_++;
-        bytes_ += at.size;
         if (b.cached == 1) {
             mark(at.bin);
         }
@@ -168,7 +174,6 @@ class size_bins {
         it->entries.erase(e); // keeps the order of the rest: the newest cached stays last
         it->cached--;
         count_--;
-        bytes_ -= size;
         if (!erase_if_empty(it) && it->cached == 0) {
             unmark(size_t(it - bins_.begin()));
         }
@@ -176,7 +181,14 @@ class size_bins {
     }
 
     size_t count() const { return count_; }
-    size_t bytes() const { return bytes_; }
+    // the bytes cached, counted when asked (statistics, a miss) rather than kept on every hit
+    size_t bytes() const {
+        size_t n = 0;
+        for (size_t i = 0; i < bins_.size(); i++) {
+            n += sizes_[i] * bins_[i].cached;
+        }
+        return n;
+    }
 
     // every cached buffer; f must not change the bins
     template <typename F> void for_each(F && f) const {
@@ -198,7 +210,21 @@ class size_bins {
   private:
     struct entry {
         void *   ptr;
-        uint64_t last_use; // while cached
+        uint64_t last_use; // while cached (a stamp is never 0); while out, GROWING or NOT_GROWING
+    };
+    static constexpr uint64_t GROWING     = 0;
+    static constexpr uint64_t NOT_GROWING = 1;
+
+    // sizes_'s storage starts a cache line, so the search over up to 8 sizes reads one line
+    template <typename T> struct line_aligned {
+        using value_type              = T;
+        static constexpr size_t ALIGN = 64;
+        line_aligned()                = default;
+        template <typename U> line_aligned(const line_aligned<U> &) {}
+        T *  allocate(size_t n) { return static_cast<T *>(::operator new (n * sizeof(T), std::align_val_t{ ALIGN })); }
+        void deallocate(T * p, size_t) { ::operator delete (p, std::align_val_t{ ALIGN }); }
+        bool operator==(const line_aligned &) const { return true; }
+        bool operator!=(const line_aligned &) const { return false; }
     };
     struct bin {                        // its size is sizes_ at the same index
         uint32_t           cached  = 0; // entries[0, cached) are cached, newest last; the rest are out
@@ -276,8 +302,13 @@ class size_bins {
         }
               hint_size_ = 0;
     }
-    // the first bin at or after i that holds a buffer (bins_.size() when none)
+    // the first bin at or after i that holds a buffer (bins_.size() when none); up to 64 bins it
+    // reads the first word alone, on the hit path's line
     size_t next_marked(size_t i) const {
+        if (bins_.size() <= WORD) {
+            const uint64_t bits = i < WORD ? mark0_ & (~uint64_t(0) << i) : 0;
+            return bits != 0 ? size_t(__builtin_ctzll(bits)) : bins_.size();
+        }
         for (size_t w = i / WORD; w <= more_marks_.size(); w++) {
             uint64_t bits = word(w);
             if (w == i / WORD) {
@@ -292,15 +323,15 @@ class size_bins {
 
     // The hit path's fields, to the start of sizes_, on one line with the legacy pool's clock: a
     // take reads the first word of the marks and the sizes' data through it, a free its first
-    // guess, the bin take() took from last and its size (0: none), which saves it the search
-    size_t                hint_size_ = 0;
-    uint32_t              hint_      = 0;
-    uint32_t              count_     = 0; // at most the pool's bound on cached buffers, and a few more
-    uint64_t              mark0_     = 0; // bins 0-63 of the marks
-    std::vector<bin>      bins_;          // ascending sizes
-    std::vector<size_t>   sizes_;         // bins_[i]'s buffer size, dense for the search
-    std::vector<uint64_t> more_marks_;    // the marks past bin 63 (bit i: bins_[i] holds a cached buffer)
-    size_t                bytes_ = 0;
+    // guess, the bin take() took from last and its size (0: none), which saves it the search.
+    // Nothing after sizes_'s start is read on a hit
+    size_t                                    hint_size_ = 0;
+    uint32_t                                  hint_      = 0;
+    uint32_t                                  count_ = 0; // at most the pool's bound on cached buffers, and a few more
+    uint64_t                                  mark0_ = 0; // bins 0-63 of the marks
+    std::vector<bin>                          bins_;      // ascending sizes
+    std::vector<size_t, line_aligned<size_t>> sizes_;     // bins_[i]'s buffer size, dense for the search
+    std::vector<uint64_t> more_marks_; // the marks past bin 63 (bit i: bins_[i] holds a cached buffer)
 };
 
 } // namespace gcp
