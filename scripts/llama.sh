@@ -8,7 +8,8 @@
 #   prepare build models                 llama/setup.sh     the tree, the build, the models
 #   ops complete faults soak memcheck memcheck_oom
 #                                        llama/checks.sh    test-backend-ops, greedy text, faults
-#   bench memory speculative trace summary  llama/bench.sh  speed, total memory, the tables
+#   bench memory speculative pairs trace summary
+#                                        llama/bench.sh     speed, total memory, time per pool call, the tables
 #   pressure cotenant growing            llama/pressure.sh  runs with S + H MiB left free
 #   longctx longctx_budget               llama/longctx.sh   the K/V conversions over long contexts
 #   rpc                                  llama/rpc.sh       the RPC backend: servers, clients, a killed server
@@ -52,7 +53,7 @@ for part in lib setup checks bench pressure longctx rpc serve; do
 done
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative pressure growing trace summary)
+[ ${#steps[@]} -eq 0 ] && steps=(prepare build models ops complete faults soak memcheck bench memory speculative pairs pressure growing trace summary)
 t0=$SECONDS
 for s in "${steps[@]}"; do
     declare -F "step_$s" >/dev/null || die "unknown step: $s"

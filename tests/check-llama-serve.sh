@@ -89,5 +89,17 @@ done
 # a rerun skips what finished
 again=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build SERVE_CONFIGS="ggml legacy" SERVE_PORT=$port timeout 60 bash "$llama_sh" serve 2>&1)
 grep -q "serve: " <<<"$again" && { echo "FAIL a rerun ran again: $again"; failed=1; } || echo "ok   a rerun skips finished runs"
+# a round of the unconstrained case: its files in serve-r2/, where the pairs table reads rounds
+round=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build SERVE_CONFIGS="ggml legacy" SERVE_PORT=$port SERVE_PER_PHASE=1 \
+    SERVE_PARALLEL=2 SERVE_CASES=free SERVE_ROUND=2 timeout 120 bash "$llama_sh" serve 2>&1)
+[ -s "$work/results/serve-r2/serve-ggml-free.stats" ] && [ -s "$work/results/serve-r2/serve-legacy-free.stats" ] &&
+    [ ! -e "$work/results/serve-r2/serve-ggml-spike-h64.jsonl" ] && echo "ok   SERVE_ROUND: the round's runs in serve-r2/" ||
+    { echo "FAIL SERVE_ROUND: $round"; failed=1; }
+tables=$(python3 "$results_py" summary "$work/results" 2>&1)
+for want in "\| llama-server \| ggml \| 1 \| 150 \| 150 \| 1.00x \|" "\| llama-server \| legacy \| 1 \| 150 \| 150 \| 1.00x \|"; do
+    grep -qE "$want" <<<"$tables" && echo "ok   summary: $want" || { echo "FAIL summary: $want"; failed=1; }
+done
+grep -q "r2/" <<<"$tables" && { echo "FAIL a round's runs in the unconstrained table"; failed=1; } ||
+    echo "ok   the round's runs stay out of the unconstrained table"
 [ "$failed" -eq 0 ] || { echo "$out"; echo "$tables"; }
 exit $failed

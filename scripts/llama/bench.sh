@@ -8,6 +8,11 @@
 #             MEMORY_MODEL (8b-q8_0), KV q8_0, at MEMORY_DEPTHS ("0 8192 32768"), per MEMORY_CONFIGS
 #   speculative  llama-speculative-simple, 1b-f16 target + 1b-q8_0 draft: SPEC_ROUNDS (6) rounds of
 #             SPEC_TOKENS (192), the text per configuration and t/s
+#   pairs     the time inside the pools per alloc+free pair (the statistics lines' call_ms over
+#             allocs): graphs-off llama-bench (GGML_CUDA_DISABLE_GRAPHS=1, so every token's graph calls
+#             the pool) tg128 -fa 1 on PAIRS_MODEL (1b-q8_0), PAIRS_ROUNDS (3) rounds of 3 repetitions,
+#             PAIRS_CONFIGS ("ggml vmm legacy plain async async:declared") interleaved as bench's are;
+#             pairs-CONFIG-rR.{jsonl,stats,log}
 #   trace     the pool calls of a llama-bench depth sweep (GGML_CUDA_POOL_TRACE), for pool-replay
 #   summary   the tables (scripts/results.py summary)
 # the trace for pool-replay, the summary (sourced)
@@ -75,6 +80,19 @@ bench_rotated() {
     else
         say "bench round $r: $m KV $kv, rotating: FAILED ($(tail -1 "$dir/$prefix-r$r.log"))"
     fi
+}
+
+step_pairs() {
+    local CONFIGS=${PAIRS_CONFIGS:-ggml vmm legacy plain async async:declared} m=${PAIRS_MODEL:-1b-q8_0} r c
+    for r in $(seq 1 "${PAIRS_ROUNDS:-3}"); do
+        for c in $(round_order "$r"); do # round_order reads the CONFIGS above
+            local tag="pairs-$(tag_of "$c")-r$r"
+            [ -s "$RESULTS/$tag.jsonl" ] && continue
+            past_deadline "pairs round $r ($c)" && return 0
+            BENCH_TESTS="-p 0 -n 128" bench_run "$RESULTS/$tag" "$m" f16 3 0 $(pool_env "$c") GGML_CUDA_DISABLE_GRAPHS=1
+            say "pairs round $r: $c: $([ -s "$RESULTS/$tag.jsonl" ] && echo done || echo FAILED)"
+        done
+    done
 }
 
 # peak total device memory per configuration: nvidia-smi samples memory.used every 50 ms while

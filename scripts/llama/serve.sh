@@ -12,7 +12,8 @@
 #           SERVE_CASES ("free spike window") picks; per run $RESULTS/serve-<config>-<case>.* (a spike's
 #           case named with its free MiB, spike-h64):
 #           .jsonl the client's records and summary, .log the server's, .stats its pools' lines,
-#           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops.
+#           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops. SERVE_ROUND=R
+#           puts a round's files in $RESULTS/serve-rR/ instead, where the pairs table reads rounds.
 #           The window case runs for SERVE_WINDOW_CONFIGS (the module's configurations of
 #           SERVE_CONFIGS), SERVE_WINDOW_CONFIGS_AT_ONCE (1) side by side, each its own server and
 #           port (their outcome does not depend on time; their speed is not compared)
@@ -87,6 +88,8 @@ serve_done() { [ -s "$RESULTS/$(serve_tag "$1" "$2").mem" ] && grep -qs '"summar
 
 step_serve() {
     [ -x "$BIN/llama-server" ] || die "no llama-server: the build step makes it (LLAMA_BUILD_SERVER=ON)"
+    local RESULTS=$RESULTS${SERVE_ROUND:+/serve-r$SERVE_ROUND} # every function below writes there
+    mkdir -p "$RESULTS"
     command -v nvcc >/dev/null || [ -x "$WORK/hold-memory" ] || die "nvcc builds hold-memory"
     [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
     local cases=${SERVE_CASES:-free spike window} c k

@@ -19,13 +19,13 @@ COMPUTE_ERROR = "Compute error."
 
 
 def configs(folder, case):
-    found = {m.group(1) for _, m in folder.match(rf"serve-(.+)-{case}\.jsonl")}
+    found = {m.group(1) for _, m in folder.match(rf"serve-([^/]+)-{case}\.jsonl")}  # not a round's (serve-rR/)
     return stats.kind_order(found)
 
 
 def spikes(folder):
     """the spike cases run, by the MiB they left free, most first: ['spike-h64', 'spike-h16']"""
-    found = {m.group(1) for _, m in folder.match(r"serve-.+-(spike-h\d+)\.jsonl")}
+    found = {m.group(1) for _, m in folder.match(r"serve-[^/]+-(spike-h\d+)\.jsonl")}
     return sorted(found, key=lambda c: -int(c.split("-h")[1]))
 
 

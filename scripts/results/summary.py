@@ -1,7 +1,7 @@
 """The tables of one results folder (scripts/llama.sh summary): every table family that finds
 its files there, each under a heading."""
 
-from . import pressure, rounds, runs, serve, speculative, speed
+from . import pairs, pressure, rounds, runs, serve, speculative, speed
 
 
 def sections(folder):
@@ -22,6 +22,8 @@ def sections(folder):
          bool(speed.placed(bench)), lambda: speed.places(bench)),
         ("CUDA graphs per llama-bench run and the pools' synchronizes", bool(bench.graphs),
          lambda: speed.graph_counts([(folder.label, bench)])),
+        ("time inside the pools per alloc+free pair", has("pairs-", ".stats") or has("serve-r", "-free.stats"),
+         lambda: pairs.table(folder)),
         ("speculative decoding", has("spec-", ".log"), lambda: speculative.table(folder)),
         ("under memory pressure, prompts of growing length", has("growing-", ".log"),
          lambda: pressure.table([folder])),
