@@ -20,7 +20,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 printf '%-16s %12s %12s %14s\n' pool "read lines" "write lines" instructions
-for pool in ${POOLS:-ggml-vmm-style ggml-style legacy plain vmm async}; do
+for pool in ${POOLS:-ggml-vmm-style ggml-style legacy plain vmm async async-declared}; do
     valgrind --tool=cachegrind --cache-sim=yes --LL=2097152,16,64 --cachegrind-out-file="$out/$pool" \
         "$bench" --benchmark_filter="^cold/$pool/$depth/" --benchmark_repetitions=1 >"$out/$pool.log" 2>&1
     cg_annotate --auto=no --show-percs=no --threshold=0 "$out/$pool" 2>/dev/null | python3 -c '

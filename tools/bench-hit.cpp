@@ -2,7 +2,9 @@
 // the C ABI on the sim driver, against pools shaped like ggml's legacy and VMM pools
 // (ggml-style-pool.h) timed in the same run (Google Benchmark).
 //
-//   hit/<pool>/<cached>   <pool>: ggml-style, ggml-vmm-style, legacy, plain, vmm, async; <cached>: 8,
+//   hit/<pool>/<cached>   <pool>: ggml-style, ggml-vmm-style, legacy, plain, vmm, async,
+//                         async-declared (its captures declared, as the llama.cpp adapter's
+//                         GGML_CUDA_POOL_CAPTURES=declared does: no capture query); <cached>: 8,
 //                         64 or 256 buffers
 //   cold/<pool>/<cached>  the same pairs with the pool's lines evicted before each call, as the
 //                         driver work of the kernel launches between two pool calls in an engine
@@ -103,12 +105,17 @@ class pair_timer {
 
 struct subject {
     const char *    name;
-    ggml_cpool_kind kind; // AUTO: a baseline
+    ggml_cpool_kind kind;             // AUTO: a baseline
+    bool            declared = false; // the consumer declares its captures (ggml_cpool_declare_capture)
 };
 const subject SUBJECTS[] = {
-    { BASELINES[0], GGML_CPOOL_KIND_AUTO }, { BASELINES[1], GGML_CPOOL_KIND_AUTO },
-    { "legacy", GGML_CPOOL_KIND_LEGACY },   { "plain", GGML_CPOOL_KIND_PLAIN },
-    { "vmm", GGML_CPOOL_KIND_VMM },         { "async", GGML_CPOOL_KIND_ASYNC },
+    { BASELINES[0], GGML_CPOOL_KIND_AUTO },
+    { BASELINES[1], GGML_CPOOL_KIND_AUTO },
+    { "legacy", GGML_CPOOL_KIND_LEGACY },
+    { "plain", GGML_CPOOL_KIND_PLAIN },
+    { "vmm", GGML_CPOOL_KIND_VMM },
+    { "async", GGML_CPOOL_KIND_ASYNC },
+    { "async-declared", GGML_CPOOL_KIND_ASYNC, true },
 };
 
 // the buffers that fill a pool, and the timed requests
@@ -175,13 +182,13 @@ void bench_ggml_vmm_style(benchmark::State & state, const workload & w, bool col
     bench_baseline(state, pool, w, cold);
 }
 
-void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload & w, bool cold) {
+void bench_pool(benchmark::State & state, subject s, const workload & w, bool cold) {
     ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
     sim.capacity              = SIM_CAPACITY;
     ggml_cpool_ctx_params p   = ggml_cpool_ctx_default_params();
     p.driver_kind             = GGML_CPOOL_DRIVER_SIM;
     p.sim                     = &sim;
-    p.kind[0]                 = kind;
+    p.kind[0]                 = s.kind;
     ggml_cpool_ctx_t ctx      = nullptr;
     ggml_cpool_t     pool     = nullptr;
     if (ggml_cpool_ctx_create(&p, &ctx) != GGML_CPOOL_STATUS_OK ||
@@ -189,6 +196,9 @@ void bench_pool(benchmark::State & state, ggml_cpool_kind kind, const workload &
         state.SkipWithError("no pool of this kind on the sim driver");
         ggml_cpool_ctx_free(ctx);
         return;
+    }
+    if (s.declared) {
+        ggml_cpool_declare_capture(pool, 0);
     }
     std::vector<void *> held(w.fill.size());
     std::vector<size_t> sizes(w.fill.size());
@@ -356,7 +366,7 @@ int main(int argc, char ** argv) {
                 } else if (s.name == BASELINES[1]) {
                     b = benchmark::RegisterBenchmark(name.c_str(), bench_ggml_vmm_style, w, cold);
                 } else {
-                    b = benchmark::RegisterBenchmark(name.c_str(), bench_pool, s.kind, w, cold);
+                    b = benchmark::RegisterBenchmark(name.c_str(), bench_pool, s, w, cold);
                 }
                 if (cold) { // a fixed count: the evictions, outside the clock's time, take the run's time
                     b->UseManualTime()->Iterations(COLD_PAIRS);
