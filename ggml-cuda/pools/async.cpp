@@ -64,7 +64,8 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     // out, and in the cache, which every one of them may come back to
     reserve_at_least(capture_out_, capture_out_.size() + 1);
     reserve_at_least(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
-    const size_t best = smallest_fitting(capture_cache_, bytes, [&](size_t s) { return s >= bytes; });
+    const size_t best =
+        smallest_fitting(capture_cache_.data(), capture_cache_.size(), bytes, [&](size_t s) { return s >= bytes; });
     if (best != capture_cache_.size()) {
         *ptr    = capture_cache_[best].ptr;
         *actual = capture_cache_[best].size;

@@ -80,15 +80,17 @@ class pool_async final : public pool {
     void   flush_reuse() noexcept;
 
     using deferred = held_buffer;
-    // the hit path's fields, on a cache line of their own (pool.h says why)
-    alignas(64) reuse_cache reuse_;
-    // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
+    // The hit path's fields, on a cache line of their own (pool.h says why): what every
+    // allocation reads (the deferred list's room), what every free looks through (the buffers out
+    // in a capture), and the reuse cache's count and total, its buffers on the lines after.
+    // Freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
-    std::vector<deferred> deferred_;
+    alignas(64) std::vector<deferred> deferred_;
     // the capture cache: buffers outside the device pool and outside any graph, for the
-    // allocations of a capture; cached ones here, handed-out ones in capture_out_
-    std::vector<deferred> capture_cache_;
+    // allocations of a capture; handed-out ones here, cached ones in capture_cache_
     std::vector<void *>   capture_out_;
+    reuse_cache           reuse_;
+    std::vector<deferred> capture_cache_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context

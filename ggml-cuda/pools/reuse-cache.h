@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace gcp {
@@ -23,14 +24,14 @@ struct held_buffer {
     size_t size;
 };
 
-// the index of the smallest buffer whose size fits(size) accepts; buffers.size() when none. Newest
-// first: a graph asks again for the sizes it freed last, and a fitting buffer of `least` bytes
-// (the smallest size fits can accept) ends the search
-template <typename Fits> size_t smallest_fitting(const std::vector<held_buffer> & buffers, size_t least, Fits && fits) {
-    size_t best = buffers.size();
-    for (size_t i = buffers.size(); i-- > 0;) {
+// the index of the smallest of the n buffers whose size fits(size) accepts; n when none. Newest
+// (last) first: a graph asks again for the sizes it freed last, and a fitting buffer of `least`
+// bytes (the smallest size fits can accept) ends the search
+template <typename Fits> size_t smallest_fitting(const held_buffer * buffers, size_t n, size_t least, Fits && fits) {
+    size_t best = n;
+    for (size_t i = n; i-- > 0;) {
         const size_t s = buffers[i].size;
-        if (fits(s) && (best == buffers.size() || s < buffers[best].size)) {
+        if (fits(s) && (best == n || s < buffers[best].size)) {
             best = i;
             if (s == least) {
                 break;
@@ -58,25 +59,22 @@ class reuse_cache {
 
     using buffer = held_buffer;
 
-    // every buffer comes back without an allocation
-    reuse_cache() { buffers_.reserve(MAX_BUFFERS + 1); }
-
-    bool   empty() const { return buffers_.empty(); }
+    bool   empty() const { return count_ == 0; }
     size_t bytes() const { return bytes_; }
 
     // takes out the smallest buffer of at least `need` bytes that a miss for `bytes` would not
     // have made smaller than FIT_SLACK allows (a growing request needs less than the 2x its miss
     // asks for); false when none does
     bool take(size_t need, size_t bytes, buffer * out) {
-        const size_t best = smallest_fitting(buffers_, need, [&](size_t s) {
+        const size_t best = smallest_fitting(buffers_, count_, need, [&](size_t s) {
             return s >= need && s - std::min(s, bytes) <= s / FIT_SLACK;
         });
-        if (best == buffers_.size()) {
+        if (best == count_) {
             return false;
         }
         *out = buffers_[best];
         bytes_ -= out->size;
-        buffers_.erase(buffers_.begin() + std::ptrdiff_t(best));
+        remove(best);
         return true;
     }
 
@@ -86,11 +84,11 @@ class reuse_cache {
         if (b.size > MAX_BUFFER) {
             return false;
         }
-        buffers_.push_back(b); // within the room the constructor made
+        buffers_[count_++] = b; // one past the bound at most: the loop below goes back to it
         bytes_ += b.size;
-        while (buffers_.size() > MAX_BUFFERS || bytes_ > MAX_BYTES) {
-            const buffer oldest = buffers_.front();
-            buffers_.erase(buffers_.begin());
+        while (count_ > MAX_BUFFERS || bytes_ > MAX_BYTES) {
+            const buffer oldest = buffers_[0];
+            remove(0);
             bytes_ -= oldest.size;
             evict(oldest);
         }
@@ -99,16 +97,23 @@ class reuse_cache {
 
     // every buffer, oldest first, to f(buffer); the cache is empty after
     template <typename F> void clear(F && f) {
-        for (const buffer & b : buffers_) {
-            f(b);
-        }
-        buffers_.clear();
+        std::for_each(buffers_, buffers_ + count_, f);
+        count_ = 0;
         bytes_ = 0;
     }
 
   private:
-    std::vector<buffer> buffers_; // oldest first
-    size_t              bytes_ = 0;
+    // buffer i goes, the newer ones move down a place
+    void remove(size_t i) {
+        std::copy(buffers_ + i + 1, buffers_ + count_, buffers_ + i);
+        count_--;
+    }
+
+    // the count and the total first: with what the async pool puts before them, on the line every
+    // call reads; the buffers follow, in the object, so a buffer comes back with no allocation
+    uint32_t count_ = 0;
+    size_t   bytes_ = 0;
+    buffer   buffers_[MAX_BUFFERS + 1]; // oldest first
 };
 
 } // namespace gcp
