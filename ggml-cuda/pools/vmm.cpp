@@ -191,8 +191,9 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
 
 void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
     blocks_.push_back({ used_, bytes, false }); // within capacity
-    *ptr    = reinterpret_cast<void *>(base_ + used_);
-    *actual = bytes;
+    top_size_ = bytes;
+    *ptr      = reinterpret_cast<void *>(base_ + used_);
+    *actual   = bytes;
     used_ += bytes;
 }
 
@@ -265,18 +266,21 @@ std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
 }
 
 size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
-    // ggml's free: the top block, with no hole below it to unwind
+    // ggml's free: the top block, with no hole below it to unwind. The top block ends at used_,
+    // so its size names it; the new top's is read from the list when a call needs it
     const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
-    if (holes_ == 0 && !blocks_.empty() && blocks_.back().offset == offset && blocks_.back().size == actual) {
+    if (holes_ == 0 && actual != 0 && actual == top_size() && offset == used_ - actual) {
         used_ = offset;
         blocks_.pop_back();
+        top_size_ = 0;
         return actual;
     }
     return release(ptr, actual);
 }
 
 size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
-    auto it = live_block(ptr);
+    top_size_ = 0; // the list may change below: its top is read from it again
+    auto it   = live_block(ptr);
     if (it == blocks_.end() || it->size != actual) {
         return it == blocks_.end() ? NOT_LIVE : it->size;
     }
