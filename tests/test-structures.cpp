@@ -1,9 +1,11 @@
 // The pools' inner structures against plain standard-library models, over random operations:
-// the live set (pointer -> size, open addressing) and the legacy pool's size bins (best fit).
+// the live set (pointer -> size, open addressing), the legacy pool's size bins (best fit) and the
+// small list its bins keep their buffers in.
 
 #include "../ggml-cuda/pools/live-set.h"
 #include "../ggml-cuda/pools/pool.h"
 #include "../ggml-cuda/pools/size-bins.h"
+#include "../ggml-cuda/pools/small-list.h"
 
 #include <gtest/gtest.h>
 
@@ -61,6 +63,57 @@ TEST(LiveSet, NullIsNeverFoundNorErased) {
     EXPECT_EQ(set.find(nullptr), nullptr) << "an empty slot is not a buffer";
     EXPECT_FALSE(set.erase(nullptr));
     EXPECT_EQ(set.size(), 1u);
+}
+
+// a small list of up to 2 elements inline, and its copy in a vector, agree through random growth,
+// pushes, pops, order-keeping erases and moves, from inline to the heap and back to empty
+TEST(SmallList, MatchesAVectorThroughGrowthErasesAndMoves) {
+    using list = gcp::small_list<uint64_t, 2>;
+    std::vector<list>                  lists(4);
+    std::vector<std::vector<uint64_t>> models(lists.size());
+    std::mt19937_64                    rng(SEED);
+    for (int op = 0; op < OPS / 10; op++) {
+        const size_t            i = rng() % lists.size();
+        list &                  l = lists[i];
+        std::vector<uint64_t> & m = models[i];
+        switch (rng() % 6) {
+            case 0:
+            case 1: // a push, within the room reserve() makes (a bin's pattern)
+                l.reserve(m.size() + 1);
+                l.push_back(rng());
+                m.push_back(l.back());
+                break;
+            case 2:
+                if (!m.empty()) {
+                    l.pop_back();
+                    m.pop_back();
+                }
+                break;
+            case 3:
+                if (!m.empty()) {
+                    const size_t at = rng() % m.size();
+                    l.erase(at);
+                    m.erase(m.begin() + long(at));
+                }
+                break;
+            case 4: { // moved, inline or on the heap, over another list, whose elements go
+                const size_t j = (i + 1 + rng() % (lists.size() - 1)) % lists.size();
+                list         moved(std::move(l));
+                ASSERT_TRUE(l.empty()) << "a moved-from list is empty";
+                lists[j]  = std::move(moved);
+                models[j] = m;
+                m.clear();
+                ASSERT_EQ(std::vector<uint64_t>(lists[j].begin(), lists[j].end()), models[j]);
+                break;
+            }
+            default: // emptied
+                while (!m.empty()) {
+                    l.pop_back();
+                    m.pop_back();
+                }
+        }
+        ASSERT_EQ(std::vector<uint64_t>(l.begin(), l.end()), m) << "after op " << op;
+    }
 }
 
 TEST(Headroom, TheBudgetIsPeakPlusThePercentAndSaturates) {

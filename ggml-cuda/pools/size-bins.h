@@ -13,7 +13,10 @@
 // of its size, so a buffer comes back without an allocation: only reserve() on the allocating path
 // grows anything. A bin goes when its last buffer, cached or out, goes back to the driver. An out
 // entry says whether a growing request holds it (its free goes to the growth reserve first), so a
-// free reads no line beyond its entry's to know.
+// free reads no line beyond its entry's to know. A bin's first buffers are on its own line, beside
+// its counts (small-list.h), so a hit reads one line for the bin and its buffer.
+
+#include "small-list.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -113,7 +116,7 @@ class size_bins {
             i = size_t(it - bins_.begin());
         }
         // the buffer taken last is the first out: a free in reverse order finds it at once
-        const std::vector<entry> & es = bins_[i].entries;
+        const auto & es = bins_[i].entries;
         for (size_t j = bins_[i].cached; j < es.size(); j++) {
             if (es[j].ptr == ptr) {
                 return { i, j, size, es[j].last_use == GROWING };
@@ -171,7 +174,7 @@ class size_bins {
         if (e == end) {
             return false;
         }
-        it->entries.erase(e); // keeps the order of the rest: the newest cached stays last
+        it->entries.erase(size_t(e - it->entries.begin())); // keeps the order of the rest: the newest cached stays last
         it->cached--;
         count_--;
         if (!erase_if_empty(it) && it->cached == 0) {
@@ -226,11 +229,14 @@ class size_bins {
         bool operator==(const line_aligned &) const { return true; }
         bool operator!=(const line_aligned &) const { return false; }
     };
-    struct bin {                        // its size is sizes_ at the same index
-        uint32_t           cached  = 0; // entries[0, cached) are cached, newest last; the rest are out
-        uint32_t           pending = 0; // allocations reserve() kept room for, not lent yet
-        std::vector<entry> entries;     // room for `pending` more
+    // the buffers a bin keeps on its own line: ggml asks for one or two of a size
+    static constexpr uint32_t INLINE_ENTRIES = 2;
+    struct alignas(64) bin {                           // one cache line; its size is sizes_ at the same index
+        uint32_t                          cached  = 0; // entries[0, cached) are cached, newest last; the rest are out
+        uint32_t                          pending = 0; // allocations reserve() kept room for, not lent yet
+        small_list<entry, INLINE_ENTRIES> entries;     // room for `pending` more
     };
+    static_assert(sizeof(bin) == 64, "a bin's counts and its first entries share a line");
     static constexpr size_t WORD         = 64;
     static constexpr size_t COUNTED_BINS = 16; // up to this many bins, lower() counts instead of searching
 
