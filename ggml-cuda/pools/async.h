@@ -85,7 +85,7 @@ class pool_async final : public pool {
     // in a capture), and the reuse cache's count and total, its buffers on the lines after.
     // Freed by the caller but not yet given to the driver: a graph still uses it, the stream was
     // capturing (a free there would be captured into the graph), or the driver refused the free
-    alignas(64) std::vector<deferred> deferred_;
+    alignas(CACHE_LINE) std::vector<deferred> deferred_;
     // the capture cache: buffers outside the device pool and outside any graph, for the
     // allocations of a capture; handed-out ones here, cached ones in capture_cache_
     std::vector<void *>   capture_out_;

@@ -89,7 +89,7 @@ class pool_legacy final : public pool {
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
 
     // the hit path's fields first, from a cache line of their own (pool.h says why)
-    alignas(64) uint64_t clock_ = FIRST_USE; // ticks once per alloc and free: a total order of uses
+    alignas(CACHE_LINE) uint64_t clock_ = FIRST_USE; // ticks once per alloc and free: a total order of uses
     size_bins      bins_;
     growth_reserve reserve_;
     options        opt_;

@@ -16,6 +16,7 @@
 // free reads no line beyond its entry's to know. A bin's first buffers are on its own line, beside
 // its counts (small-list.h), so a hit reads one line for the bin and its buffer.
 
+#include "../support/common.h"
 #include "small-list.h"
 
 #include <algorithm>
@@ -59,9 +60,9 @@ class size_bins {
         bin          fresh;
         fresh.pending = 1;
         fresh.entries.reserve(1);
-        grow(bins_, bins_.size() + 1);
-        grow(sizes_, bins_.size() + 1);
-        grow(more_marks_, words(bins_.size() + 1) - 1);
+        reserve_at_least(bins_, bins_.size() + 1);
+        reserve_at_least(sizes_, bins_.size() + 1);
+        reserve_at_least(more_marks_, words(bins_.size() + 1) - 1);
         // within capacity: cannot throw
         bins_.insert(bins_.begin() + std::ptrdiff_t(at), std::move(fresh));
         sizes_.insert(sizes_.begin() + std::ptrdiff_t(at), size);
@@ -221,7 +222,7 @@ class size_bins {
     // sizes_'s storage starts a cache line, so the search over up to 8 sizes reads one line
     template <typename T> struct line_aligned {
         using value_type              = T;
-        static constexpr size_t ALIGN = 64;
+        static constexpr size_t ALIGN = CACHE_LINE;
         line_aligned()                = default;
         template <typename U> line_aligned(const line_aligned<U> &) {}
         T *  allocate(size_t n) { return static_cast<T *>(::operator new (n * sizeof(T), std::align_val_t{ ALIGN })); }
@@ -231,23 +232,17 @@ class size_bins {
     };
     // the buffers a bin keeps on its own line: ggml asks for one or two of a size
     static constexpr uint32_t INLINE_ENTRIES = 2;
-    struct alignas(64) bin {                           // one cache line; its size is sizes_ at the same index
+    struct alignas(CACHE_LINE) bin {                   // one cache line; its size is sizes_ at the same index
         uint32_t                          cached  = 0; // entries[0, cached) are cached, newest last; the rest are out
         uint32_t                          pending = 0; // allocations reserve() kept room for, not lent yet
         small_list<entry, INLINE_ENTRIES> entries;     // room for `pending` more
     };
-    static_assert(sizeof(bin) == 64, "a bin's counts and its first entries share a line");
+    static_assert(sizeof(bin) == CACHE_LINE, "a bin's counts and its first entries share a line");
+
     static constexpr size_t WORD         = 64;
     static constexpr size_t COUNTED_BINS = 16; // up to this many bins, lower() counts instead of searching
 
     static size_t words(size_t bins) { return (bins + WORD - 1) / WORD; }
-
-    // capacity for n, doubling, so that a later insert or assign within n cannot throw
-    template <typename V> static void grow(V & v, size_t n) {
-        if (n > v.capacity()) {
-            v.reserve(std::max(n, 2 * v.capacity()));
-        }
-    }
 
     // the first bin of at least `size` (bins_.end() when none), without a branch per step
     std::vector<bin>::iterator lower(size_t size) {

@@ -85,10 +85,10 @@ class pool_vmm final : public pool {
     size_t top_size() const { return top_size_ != 0 ? top_size_ : blocks_.empty() ? 0 : blocks_.back().size; }
 
     // the hit path's fields together, on a cache line of their own (pool.h says why)
-    alignas(64) uintptr_t base_ = 0; // 0 until the range is reserved
-    size_t             used_    = 0; // stack top, offset from base_: the top block ends there
-    size_t             mapped_  = 0;
-    size_t             holes_   = 0;
+    alignas(CACHE_LINE) uintptr_t base_ = 0; // 0 until the range is reserved
+    size_t             used_            = 0; // stack top, offset from base_: the top block ends there
+    size_t             mapped_          = 0;
+    size_t             holes_           = 0;
     // the top block's size where the last call knows it (0: read the block list): a free of the
     // buffer just allocated, ggml's pattern, then checks it without reading the list's line
     size_t             top_size_ = 0;

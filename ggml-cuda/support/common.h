@@ -20,6 +20,10 @@ constexpr status INVALID_ARGUMENT = GGML_CPOOL_STATUS_INVALID_ARGUMENT;
 constexpr status DRIVER_ERROR     = GGML_CPOOL_STATUS_DRIVER_ERROR;
 constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
 
+// the cache line the hit paths lay their fields out by: between two pool calls an engine's kernel
+// launches evict the pool, and each line a call touches is a miss
+constexpr size_t CACHE_LINE = 64;
+
 constexpr size_t MiB = size_t(1) << 20;
 constexpr size_t GiB = size_t(1) << 30;
 
