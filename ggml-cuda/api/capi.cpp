@@ -33,19 +33,19 @@ template <typename F, typename R> ggml_cpool_status ctx_call(ggml_cpool_ctx_t ct
 
 // the pool calls while tracing or timing is on: out of line, so that the calls made while both are
 // off stay as short as they were (one load and one branch more)
-__attribute__((noinline)) ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr,
-                                                           size_t * actual, size_t limit = 0) {
+GCP_COLD ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
+                                          size_t limit = 0) {
     return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
         return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual, limit); });
     });
 }
 
-__attribute__((noinline)) ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
+GCP_COLD ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
     return trace::observe(p, trace_op::free, actual, trace::NO, &ptr, nullptr,
                           [&] { return guarded("ggml_cpool_free", [&] { return p.free(ptr, actual); }); });
 }
 
-__attribute__((noinline)) ggml_cpool_status observed_trim(gcp::pool & p) {
+GCP_COLD ggml_cpool_status observed_trim(gcp::pool & p) {
     return trace::observe(p, trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
                           [&] { return guarded("ggml_cpool_trim", [&] { return p.trim(); }); });
 }
@@ -244,7 +244,8 @@ ggml_cpool_driver_t ggml_cpool_ctx_driver(ggml_cpool_ctx_t ctx) {
     return ctx ? &ctx->driver : nullptr;
 }
 
-ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual_size) {
+GCP_LINE_ALIGNED ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr,
+                                                    size_t * actual_size) {
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
@@ -266,7 +267,7 @@ ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
 }
 
-ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
+GCP_LINE_ALIGNED ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }

@@ -1,8 +1,13 @@
 #include "legacy.h"
 
+#include "hit-path.h"
 #include "../support/log.h"
 
 namespace gcp {
+
+pool_legacy::pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
+    pool(drv, device, kind, stream, hit_path_of<pool_legacy>(), RECORD),
+    opt_(opt) {}
 
 pool_legacy::~pool_legacy() {
     release_live();
@@ -44,25 +49,31 @@ bool pool_legacy::take_reserved(size_t size, bool growing, size_bins::buffer * h
 status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     clock_++;
     size_bins::buffer hit{};
-    // best fit: the smallest cached buffer that holds the request (for a growing one, the
-    // reserve first)
-    if (r.growing()) {
-        note_growth(r.size);
-    }
-    const bool reserved = r.growing() && take_reserved(r.size, true, &hit);
-    if (reserved || bins_.take(r.size, &hit)) {
-        // a growing request's buffer goes to the reserve once freed, but not an ordinary one
-        // larger than its miss would take: that was made for another request (a weight matrix's
-        // dequantization), which would miss while it waits there for growing requests only
-        if (!reserved && r.growing() && hit.size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING)) {
-            bins_.hold_for_growth();
-        }
+    // best fit: the smallest cached buffer that holds the request
+    if (r.growing() ? take_growing(r, &hit) : bins_.take(r.size, &hit)) {
         *ptr    = hit.ptr;
         *actual = hit.size;
         counts_.hits++;
         return OK;
     }
     return miss(r, ptr, actual);
+}
+
+bool pool_legacy::take_growing(const request & r, size_bins::buffer * hit) {
+    note_growth(r.size);
+    if (take_reserved(r.size, true, hit)) { // the reserve first
+        return true;
+    }
+    if (!bins_.take(r.size, hit)) {
+        return false;
+    }
+    // a growing request's buffer goes to the reserve once freed, but not an ordinary one larger
+    // than its miss would take: that was made for another request (a weight matrix's
+    // dequantization), which would miss while it waits there for growing requests only
+    if (hit->size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING)) {
+        bins_.hold_for_growth();
+    }
+    return true;
 }
 
 class pool_legacy::steps final : public recovery_steps {
@@ -283,12 +294,12 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 
 size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     const size_bins::out_ref at = bins_.find_out(ptr, actual);
-    if (!at.found()) {
+    if (GCP_UNLIKELY(!at.found())) {
         static_assert(size_bins::NONE == NOT_LIVE, "a size the bins do not hold is no live buffer");
         return bins_.size_out(ptr); // NOT_LIVE, or the size it is out at
     }
     clock_++;
-    if ((at.growing || cache_full()) && set_aside(at, ptr, actual)) {
+    if (GCP_UNLIKELY(at.growing || cache_full()) && set_aside(at, ptr, actual)) {
         return actual;
     }
     bins_.put(at, clock_); // within the room its bin kept

@@ -30,27 +30,29 @@ class pool_legacy final : public pool {
         uint32_t headroom_pct; // GGML_CPOOL_HEADROOM_UNLIMITED: keep every cached buffer
     };
 
-    pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
-        pool(drv, device, kind, stream, hit_path_of<pool_legacy>(), live_record::kind),
-        opt_(opt) {}
+    pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt);
     ~pool_legacy() override;
 
     status trim() override;
 
   protected:
-    friend class pool; // calls the hit path (hit_path_of)
-    status do_alloc(const request & r, void ** ptr, size_t * actual);
-    size_t do_free(void * ptr, size_t actual) noexcept;
-    size_t cached_bytes() const override;
+    friend class pool;                                       // calls the hit path (hit_path_of)
+    static constexpr live_record RECORD = live_record::kind; // the bins
+    GCP_HIT_PATH status          do_alloc(const request & r, void ** ptr, size_t * actual);
+    GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
+    size_t                       cached_bytes() const override;
     // the bins record what is out too (size-bins.h)
-    size_t live_buffers() const override;
-    bool   any_live(void ** ptr, size_t * size) const override;
+    size_t                       live_buffers() const override;
+    bool                         any_live(void ** ptr, size_t * size) const override;
 
   private:
     // out of line, so that the hit paths stay short: a request no cached buffer holds; a free
     // that may not go to the cache (a growing buffer, or the cache is full), false when it may
-    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
-    GCP_NOINLINE bool   set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept;
+    GCP_COLD status miss(const request & r, void ** ptr, size_t * actual);
+    GCP_COLD bool   set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept;
+    // the best fit for a growing request (the reserve first), held for the growth; false when
+    // nothing cached holds it. Out of line: a few requests a step grow
+    GCP_COLD bool   take_growing(const request & r, size_bins::buffer * hit);
 
     // what release_oldest may give back: cached buffers outside the growth reserve that no
     // captured graph pins (the headroom rule); every unpinned one (out-of-memory recovery, trim);

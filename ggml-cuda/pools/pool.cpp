@@ -73,38 +73,6 @@ ggml_cpool_stats pool::stats() const {
     return s;
 }
 
-status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
-    // one test for every bad argument (size - 1 wraps for a zero size); the cold path says which
-    if (ptr == nullptr || actual == nullptr || size - 1 >= MAX_REQUEST ||
-        (flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0) {
-        return reject_alloc(size, flags, ptr, actual);
-    }
-    *ptr    = nullptr;
-    *actual = 0;
-    // a free must never need host memory (failing, it would lose its buffer): room for every
-    // live buffer, this one included, to be recorded is made before anything is taken (a kind
-    // makes its own room in do_alloc)
-    if ((flags_ & TABLE) != 0) {
-        live_.reserve(live_.size() + 1);
-    }
-    const uint64_t hits = counts_.hits;
-    status         st   = path_.alloc(*this, request{ size, flags, limit }, ptr, actual);
-    if (st != OK) {
-        stats_.oom_returned += st == OUT_OF_MEMORY;
-        return st;
-    }
-    if ((flags_ & TABLE) != 0) {
-        live_.insert(*ptr, *actual); // within the room made above
-    }
-    if ((flags_ & PINNING) != 0) {
-        pin_new(ptr, actual, hits);
-    }
-    counts_.allocs++;
-    counts_.live_bytes += *actual;
-    counts_.peak_live_bytes = std::max(counts_.peak_live_bytes, counts_.live_bytes);
-    return OK;
-}
-
 status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
     if (ptr == nullptr || actual == nullptr || size == 0) {
         GCP_LOG_ERROR("%s: alloc of %zu bytes with %s rejected", name(), size,
@@ -120,7 +88,7 @@ status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
     return OUT_OF_MEMORY;
 }
 
-void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
+void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_back) {
     try {
         // everything that allocates first: the graph's list then never holds a buffer that
         // was not handed out
@@ -136,29 +104,12 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
         if ((flags_ & TABLE) != 0) {
             live_.erase(*ptr);
         }
-        path_.free(*this, *ptr, *actual);
+        give_back(*this, *ptr, *actual);
         counts_.hits = hits;
         *ptr         = nullptr;
         *actual      = 0;
         throw;
     }
-}
-
-status pool::free(void * ptr, size_t actual) {
-    if ((flags_ & TABLE) != 0) {
-        const size_t at = live_.slot_of(ptr);
-        if (at == live_set::NONE || live_.size_at(at) != actual) {
-            return reject_free(ptr, actual, at == live_set::NONE ? NOT_LIVE : live_.size_at(at));
-        }
-        live_.erase_at(at);
-    }
-    // frees without fail (alloc made room for this buffer to come back) what the record holds
-    const size_t recorded = path_.free(*this, ptr, actual);
-    if (recorded != actual) {
-        return reject_free(ptr, actual, recorded);
-    }
-    counts_.live_bytes -= actual;
-    return OK;
 }
 
 status pool::reject_free(const void * ptr, size_t actual, size_t recorded) const {

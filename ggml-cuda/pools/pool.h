@@ -13,11 +13,20 @@
 #include <unordered_map>
 #include <vector>
 
-// a cold path kept out of the function that calls it: the hit path then saves fewer registers
+// a cold path kept out of the function that calls it: the hit path then saves fewer registers,
+// and the compiler, told the branch to it is rarely taken, lays it (and what leads only to it)
+// away from the hit path's lines
+// GCP_HIT_PATH marks a function the hit path inlines whole (hit-path.h): a kind's do_alloc and
+// do_free, defined in the kind's own source, which alone calls them. GCP_LINE_ALIGNED starts a
+// function on a cache line
 #if defined(__GNUC__)
-#    define GCP_NOINLINE __attribute__((noinline))
+#    define GCP_COLD         __attribute__((noinline, cold))
+#    define GCP_HIT_PATH     __attribute__((always_inline)) inline
+#    define GCP_LINE_ALIGNED __attribute__((aligned(gcp::CACHE_LINE)))
 #else
-#    define GCP_NOINLINE
+#    define GCP_COLD
+#    define GCP_HIT_PATH inline
+#    define GCP_LINE_ALIGNED
 #endif
 
 namespace gcp {
@@ -49,25 +58,21 @@ class pool {
     // do_free. The table serves the async kind
     enum class live_record { table, kind };
 
-    // a kind's hit path, do_alloc and do_free: a pool calls them through these pointers, which
-    // share the object's first line, not through the vtable, whose line a cold call would read too
+    // a kind's whole alloc and free, the common checks and counts with its do_alloc and do_free
+    // inlined (hit-path.h): one function a call, whose hot lines lie together, called through
+    // these pointers, which share the object's first line, not through the vtable, whose line a
+    // cold call would read too
     struct hit_path {
-        status (*alloc)(pool &, const request &, void **, size_t *);
-        size_t (*free)(pool &, void *, size_t) noexcept;
+        status (*alloc)(pool &, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
+        status (*free)(pool &, void * ptr, size_t actual);
     };
-    // Kind's do_alloc and do_free (Kind befriends pool)
-    template <class Kind> static hit_path hit_path_of() {
-        return { [](pool & p, const request & r, void ** ptr, size_t * actual) {
-                    return static_cast<Kind &>(p).do_alloc(r, ptr, actual);
-                },
-                 [](pool & p, void * ptr, size_t actual) noexcept {
-                     return static_cast<Kind &>(p).do_free(ptr, actual);
-                 } };
-    }
+    // Kind's alloc and free; defined in hit-path.h, which only the kind's own source includes
+    // (Kind befriends pool)
+    template <class Kind> static hit_path hit_path_of();
 
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
-    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path,
-         live_record record = live_record::table) :
+    // record: the kind's RECORD, which its hit path (hit_path_of) reads at compile time
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path, live_record record) :
         path_(path),
         flags_(record == live_record::table ? TABLE : 0),
         device_(device),
@@ -82,9 +87,11 @@ class pool {
     pool & operator=(const pool &) = delete;
 
     // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
-    status         alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
+    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0) {
+        return path_.alloc(*this, size, flags, ptr, actual, limit);
+    }
     // actual must be the size alloc returned
-    status         free(void * ptr, size_t actual);
+    status         free(void * ptr, size_t actual) { return path_.free(*this, ptr, actual); }
     // return what is cached to the driver
     virtual status trim() = 0;
 
@@ -158,7 +165,7 @@ class pool {
     // the same, for a failure that the caller's own lines report or that changes nothing
     void driver_failed() { drv_.clear_error(); }
 
-    // Each kind's hit path (hit_path_of): `status do_alloc(const request & r, void ** ptr, size_t *
+    // Each kind's hit path (hit_path_of, hit-path.h): `status do_alloc(const request & r, void ** ptr, size_t *
     // actual)`, with r.size > 0 and <= MAX_REQUEST, and on OK *actual >= r.size; `size_t
     // do_free(void * ptr, size_t actual) noexcept`, which frees a live buffer and never allocates
     // host memory (a free that could fail would lose its buffer), and returns the size the live
@@ -244,14 +251,20 @@ class pool {
     status retry_transient(recovery_steps & steps);
     void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
 
+    // the whole of a kind's alloc and free (hit_path_of)
+    template <class Kind>
+    static status alloc_as(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
+    template <class Kind> static status free_as(pool & p, void * ptr, size_t actual);
+
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
     // unknown flags)
-    GCP_NOINLINE status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
+    GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
     // in pin mode: pins a buffer just recorded as live; may throw, and then the buffer went back
-    // and the call hands nothing out (a hit counted no hit)
-    GCP_NOINLINE void   pin_new(void ** ptr, size_t * actual, uint64_t hits);
+    // through the kind's do_free and the call hands nothing out (a hit counted no hit)
+    using kind_free = size_t (*)(pool &, void *, size_t) noexcept;
+    GCP_COLD void   pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_back);
     // the line a rejected free logs: the record holds `recorded` for ptr (NOT_LIVE: nothing)
-    GCP_NOINLINE status reject_free(const void * ptr, size_t actual, size_t recorded) const;
+    GCP_COLD status reject_free(const void * ptr, size_t actual, size_t recorded) const;
 
     struct pin {
         uint32_t graphs; // graphs pinning the buffer

@@ -109,7 +109,7 @@ class size_bins {
     out_ref find_out(const void * ptr, size_t size) {
         // sizes are unique across bins, so a hint that names a bin of this size names the right one
         size_t i = hint_;
-        if (hint_size_ != size) {
+        if (GCP_UNLIKELY(hint_size_ != size)) {
             auto it = lower(size);
             if (!holds_size(it, size)) {
                 return {};
@@ -251,7 +251,7 @@ class size_bins {
             return bins_.end();
         }
         const size_t * base = sizes_.data();
-        if (n <= COUNTED_BINS) {
+        if (GCP_LIKELY(n <= COUNTED_BINS)) {
             // a few bins: count the sizes below the request, compares that do not depend on each
             // other and no branch to mispredict (a random request mix mispredicts a short search's
             // steps about every other time); larger pools keep the search, which is faster there
@@ -306,7 +306,7 @@ class size_bins {
     // the first bin at or after i that holds a buffer (bins_.size() when none); up to 64 bins it
     // reads the first word alone, on the hit path's line
     size_t next_marked(size_t i) const {
-        if (bins_.size() <= WORD) {
+        if (GCP_LIKELY(bins_.size() <= WORD)) {
             const uint64_t bits = i < WORD ? mark0_ & (~uint64_t(0) << i) : 0;
             return bits != 0 ? size_t(__builtin_ctzll(bits)) : bins_.size();
         }

@@ -1,5 +1,6 @@
 #include "vmm.h"
 
+#include "hit-path.h"
 #include "../support/log.h"
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 namespace gcp {
 
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>(), live_record::kind),
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>(), RECORD),
     peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)) {
     reserve_size_ = round_up(std::min(reserve_size, MAX_REQUEST), granularity_);
@@ -181,7 +182,7 @@ class pool_vmm::steps final : public recovery_steps {
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // the hit: no hole to search, the top's mapped memory holds it, and the block list has room
-    if (holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() < blocks_.capacity()) {
+    if (GCP_LIKELY(holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() < blocks_.capacity())) {
         counts_.hits++;
         push(bytes, ptr, actual);
         return OK;
@@ -269,7 +270,7 @@ size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
     // ggml's free: the top block, with no hole below it to unwind. The top block ends at used_,
     // so its size names it; the new top's is read from the list when a call needs it
     const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
-    if (holes_ == 0 && actual != 0 && actual == top_size() && offset == used_ - actual) {
+    if (GCP_LIKELY(holes_ == 0 && actual != 0 && actual == top_size() && offset == used_ - actual)) {
         used_ = offset;
         blocks_.pop_back();
         top_size_ = 0;

@@ -28,14 +28,15 @@ class pool_vmm final : public pool {
     status trim() override;
 
   protected:
-    friend class pool; // calls the hit path (hit_path_of)
-    status do_alloc(const request & r, void ** ptr, size_t * actual);
-    size_t do_free(void * ptr, size_t actual) noexcept;
+    friend class pool;                                       // calls the hit path (hit_path_of)
+    static constexpr live_record RECORD = live_record::kind; // the block list
+    GCP_HIT_PATH status          do_alloc(const request & r, void ** ptr, size_t * actual);
+    GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
-    size_t live_buffers() const override { return blocks_.size() - holes_; }
+    size_t                       cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
+    size_t                       live_buffers() const override { return blocks_.size() - holes_; }
     // the top block: holes never stay on top, so it is live
-    bool   any_live(void ** ptr, size_t * size) const override;
+    bool                         any_live(void ** ptr, size_t * size) const override;
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
@@ -66,8 +67,8 @@ class pool_vmm final : public pool {
     void                         push(size_t bytes, void ** ptr, size_t * actual);
     // out of line, so that the hit paths stay short: a request the top's mapped memory cannot
     // serve at once (a hole, a growth, the first range); any free but the top's without a hole
-    GCP_NOINLINE status          take(const request & r, size_t bytes, void ** ptr, size_t * actual);
-    GCP_NOINLINE size_t          release(void * ptr, size_t actual) noexcept;
+    GCP_COLD status              take(const request & r, size_t bytes, void ** ptr, size_t * actual);
+    GCP_COLD size_t              release(void * ptr, size_t actual) noexcept;
     // the live block at ptr, or blocks_.end()
     std::vector<block>::iterator live_block(const void * ptr);
     // the rungs of the out-of-memory ladder (recovery.h) when the top's growth for a request was

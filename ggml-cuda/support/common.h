@@ -24,6 +24,15 @@ constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
 // launches evict the pool, and each line a call touches is a miss
 constexpr size_t CACHE_LINE = 64;
 
+// the branch a hit path takes, for the compiler to lay the other one away from its lines
+#if defined(__GNUC__)
+#    define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
+#    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#    define GCP_LIKELY(x)   (x)
+#    define GCP_UNLIKELY(x) (x)
+#endif
+
 constexpr size_t MiB = size_t(1) << 20;
 constexpr size_t GiB = size_t(1) << 30;
 

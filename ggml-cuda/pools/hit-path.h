@@ -1,0 +1,70 @@
+#pragma once
+// A kind's whole alloc and free (pool::hit_path_of): the checks, the live table and the counts
+// every kind shares, around the kind's do_alloc and do_free, compiled into one function a call.
+// Included only by the kind's own source, which defines do_alloc and do_free, so that they inline:
+// between two calls an engine's kernel launches evict the pool's code as well as its data, and a
+// call through four functions misses on each one's lines.
+
+#include "pool.h"
+
+namespace gcp {
+
+// each starts a cache line, so that the few lines of its hot part are as few as they can be
+template <class Kind>
+GCP_LINE_ALIGNED status pool::alloc_as(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
+                                       size_t limit) {
+    // one test for every bad argument (size - 1 wraps for a zero size); the cold path says which
+    if (ptr == nullptr || actual == nullptr || size - 1 >= MAX_REQUEST ||
+        (flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0) {
+        return p.reject_alloc(size, flags, ptr, actual);
+    }
+    *ptr    = nullptr;
+    *actual = 0;
+    // a free must never need host memory (failing, it would lose its buffer): room for every
+    // live buffer, this one included, to be recorded is made before anything is taken (a kind
+    // makes its own room in do_alloc)
+    constexpr bool table = Kind::RECORD == live_record::table; // the kind's own, at compile time
+    if (table) {
+        p.live_.reserve(p.live_.size() + 1);
+    }
+    const uint64_t hits = p.counts_.hits;
+    status         st   = static_cast<Kind &>(p).do_alloc(request{ size, flags, limit }, ptr, actual);
+    if (st != OK) {
+        p.stats_.oom_returned += st == OUT_OF_MEMORY;
+        return st;
+    }
+    if (table) {
+        p.live_.insert(*ptr, *actual); // within the room made above
+    }
+    if ((p.flags_ & PINNING) != 0) {
+        p.pin_new(ptr, actual, hits,
+                  [](pool & q, void * b, size_t n) noexcept { return static_cast<Kind &>(q).do_free(b, n); });
+    }
+    p.counts_.allocs++;
+    p.counts_.live_bytes += *actual;
+    p.counts_.peak_live_bytes = std::max(p.counts_.peak_live_bytes, p.counts_.live_bytes);
+    return OK;
+}
+
+template <class Kind> GCP_LINE_ALIGNED status pool::free_as(pool & p, void * ptr, size_t actual) {
+    if (Kind::RECORD == live_record::table) {
+        const size_t at = p.live_.slot_of(ptr);
+        if (at == live_set::NONE || p.live_.size_at(at) != actual) {
+            return p.reject_free(ptr, actual, at == live_set::NONE ? NOT_LIVE : p.live_.size_at(at));
+        }
+        p.live_.erase_at(at);
+    }
+    // frees without fail (alloc made room for this buffer to come back) what the record holds
+    const size_t recorded = static_cast<Kind &>(p).do_free(ptr, actual);
+    if (recorded != actual) {
+        return p.reject_free(ptr, actual, recorded);
+    }
+    p.counts_.live_bytes -= actual;
+    return OK;
+}
+
+template <class Kind> pool::hit_path pool::hit_path_of() {
+    return { &alloc_as<Kind>, &free_as<Kind> };
+}
+
+} // namespace gcp
