@@ -19,7 +19,7 @@ bench=$build/tools/bench-hit
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-printf '%-16s %12s %12s %14s\n' pool "read lines" "write lines" instructions
+printf '%-16s %12s %12s %14s %11s\n' pool "read lines" "write lines" instructions "code lines"
 for pool in ${POOLS:-ggml-vmm-style ggml-style legacy plain vmm async async-declared}; do
     valgrind --tool=cachegrind --cache-sim=yes --LL=2097152,16,64 --cachegrind-out-file="$out/$pool" \
         "$bench" --benchmark_filter="^cold/$pool/$depth/" --benchmark_repetitions=1 >"$out/$pool.log" 2>&1
@@ -42,6 +42,34 @@ for line in sys.stdin:
     ir += v[0]; rd += v[5]; wr += v[8]
 with open(sys.argv[2]) as log:
     pairs = int(re.search(r"iterations:(\d+)", log.read()).group(1))
-print("%-16s %12.1f %12.1f %14.0f" % (pool, rd / pairs, wr / pairs, ir / pairs))
+print("%-16s %12.1f %12.1f %14.0f" % (pool, rd / pairs, wr / pairs, ir / pairs), end=" ")
 ' "$pool" "$out/$pool.log"
+    # the pair's calls: the C API's, or a ggml-shaped pool's own
+    case $pool in
+    ggml-vmm-style) calls=(ggml_style_vmm_pool::alloc ggml_style_vmm_pool::free) ;;
+    ggml-style) calls=("ggml_style_pool_on<*>::alloc" "ggml_style_pool_on<*>::free") ;;
+    *) calls=(ggml_cpool_alloc ggml_cpool_free) ;;
+    esac
+    valgrind --tool=callgrind --dump-instr=yes --compress-pos=no --compress-strings=no \
+        --toggle-collect="*${calls[0]}*" --toggle-collect="*${calls[1]}*" --callgrind-out-file="$out/$pool.code" \
+        "$bench" --benchmark_filter="^cold/$pool/$depth/" --benchmark_repetitions=1 >"$out/$pool.code.log" 2>&1
+    python3 -c '
+import re, sys
+pairs = int(re.search(r"iterations:(\d+)", open(sys.argv[2]).read()).group(1))
+runs, obj, skip = {}, "", False
+for line in open(sys.argv[1]):
+    if line.startswith("ob="):
+        obj = line[3:].strip()
+        continue
+    if line.startswith("calls="):  # the next line is the call: its cost is the callee'"'"'s
+        skip = True
+        continue
+    m = re.match(r"(0x[0-9a-f]+) \d+ (\d+)", line)
+    if m and not skip:
+        key = (obj, int(m.group(1), 16))
+        runs[key] = runs.get(key, 0) + int(m.group(2))
+    skip = False
+# an instruction every pair runs (the warm-up before the timed pairs runs some of them too)
+print("%11d" % len({(o, a // 64) for (o, a), n in runs.items() if n >= 0.9 * pairs}))
+' "$out/$pool.code" "$out/$pool.code.log"
 done
