@@ -132,7 +132,7 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
         holes_--;
         return true;
     }
-    // the rest of the hole stays one (within the room do_alloc made: cannot throw)
+    // the rest of the hole stays one (within the room take made: cannot throw)
     const block taken{ best->offset, bytes, false };
     best->offset += bytes;
     best->size -= bytes;
@@ -182,7 +182,8 @@ class pool_vmm::steps final : public recovery_steps {
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // the hit: no hole to search, the top's mapped memory holds it, and the block list has room
-    if (GCP_LIKELY(holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() < blocks_.capacity())) {
+    // for the top it lists and the new top it will list later (SPARE_BLOCKS)
+    if (GCP_LIKELY(holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() + SPARE_BLOCKS <= blocks_.capacity())) {
         counts_.hits++;
         push(bytes, ptr, actual);
         return OK;
@@ -191,15 +192,15 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
 }
 
 void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
-    blocks_.push_back({ used_, bytes, false }); // within capacity
-    top_size_ = bytes;
+    list_top();
+    top_size_ = bytes; // listed by the next push or a free that is not the top's
     *ptr      = reinterpret_cast<void *>(base_ + used_);
     *actual   = bytes;
     used_ += bytes;
 }
 
 status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * actual) {
-    reserve_at_least(blocks_, blocks_.size() + 1); // before anything is mapped for the block
+    reserve_at_least(blocks_, blocks_.size() + SPARE_BLOCKS); // before anything is mapped for the block
     if (holes_ > 0 && take_hole(bytes, ptr)) {
         counts_.hits++;
         *actual = bytes;
@@ -268,20 +269,26 @@ std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
 
 size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
     // ggml's free: the top block, with no hole below it to unwind. The top block ends at used_,
-    // so its size names it; the new top's is read from the list when a call needs it
+    // so its size names it: the unlisted top's on the hit line, else the list's last
     const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
-    if (GCP_LIKELY(holes_ == 0 && actual != 0 && actual == top_size() && offset == used_ - actual)) {
-        used_ = offset;
-        blocks_.pop_back();
-        top_size_ = 0;
-        return actual;
+    if (GCP_LIKELY(holes_ == 0 && actual != 0 && offset == used_ - actual)) {
+        if (actual == top_size_) {
+            used_     = offset;
+            top_size_ = 0; // the new top, if any, is the list's last
+            return actual;
+        }
+        if (top_size_ == 0 && !blocks_.empty() && blocks_.back().size == actual) {
+            used_ = offset;
+            blocks_.pop_back();
+            return actual;
+        }
     }
     return release(ptr, actual);
 }
 
 size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
-    top_size_ = 0; // the list may change below: its top is read from it again
-    auto it   = live_block(ptr);
+    list_top(); // every block in the list, for the search and the merges below
+    auto it = live_block(ptr);
     if (it == blocks_.end() || it->size != actual) {
         return it == blocks_.end() ? NOT_LIVE : it->size;
     }
@@ -307,6 +314,11 @@ size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
 }
 
 bool pool_vmm::any_live(void ** ptr, size_t * size) const {
+    if (top_size_ != 0) {
+        *ptr  = reinterpret_cast<void *>(base_ + used_ - top_size_);
+        *size = top_size_;
+        return true;
+    }
     if (blocks_.empty()) {
         return false;
     }

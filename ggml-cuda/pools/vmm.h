@@ -5,10 +5,10 @@
 // unwinds once everything above it is free. A request a hole holds takes the smallest such hole
 // before the top: a consumer that frees out of order (PyTorch drops a step's temporaries below
 // the K/V it keeps) would otherwise grow the stack step after step. ggml frees in the reverse
-// order it allocates, leaves no hole, and never pays for the search. The block list is also the
-// pool's record of live buffers: a free finds its block (the top one first, where ggml's frees
-// land) and is refused when there is none. Every driver failure returns a status and leaves the
-// pool usable.
+// order it allocates, leaves no hole, and never pays for the search. The block list, with the
+// top block the hit line holds until the next push lists it, is also the pool's record of live
+// buffers: a free finds its block (the top one first, where ggml's frees land) and is refused
+// when there is none. Every driver failure returns a status and leaves the pool usable.
 
 #include "pool.h"
 
@@ -34,9 +34,9 @@ class pool_vmm final : public pool {
     GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
     size_t                       cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
-    size_t                       live_buffers() const override { return blocks_.size() - holes_; }
+    size_t live_buffers() const override { return blocks_.size() - holes_ + (top_size_ != 0 ? 1 : 0); }
     // the top block: holes never stay on top, so it is live
-    bool                         any_live(void ** ptr, size_t * size) const override;
+    bool   any_live(void ** ptr, size_t * size) const override;
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
@@ -82,16 +82,25 @@ class pool_vmm final : public pool {
 
     status grant_access(uintptr_t addr, size_t size); // this device, and its peers when asked
 
-    // the top block's size, from the hit line where it is known, else from the block list (0: none)
-    size_t top_size() const { return top_size_ != 0 ? top_size_ : blocks_.empty() ? 0 : blocks_.back().size; }
+    // the top block the hit line holds goes into the list (within the room kept for it)
+    void list_top() noexcept {
+        if (top_size_ != 0) {
+            blocks_.push_back({ used_ - top_size_, top_size_, false });
+            top_size_ = 0;
+        }
+    }
+    // the list's room a push needs: the top it lists, and the new top, listed later by a call that
+    // may not allocate (a free)
+    static constexpr size_t SPARE_BLOCKS = 2;
 
     // the hit path's fields together, on a cache line of their own (pool.h says why)
     alignas(CACHE_LINE) uintptr_t base_ = 0; // 0 until the range is reserved
     size_t             used_            = 0; // stack top, offset from base_: the top block ends there
     size_t             mapped_          = 0;
     size_t             holes_           = 0;
-    // the top block's size where the last call knows it (0: read the block list): a free of the
-    // buffer just allocated, ggml's pattern, then checks it without reading the list's line
+    // the top block, held here rather than in the list (0: the list's last block is the top, if
+    // any): an alloc and its free, ggml's pattern, then touch no line of the list. The next push,
+    // or a free of another block, lists it, within the room kept for it
     size_t             top_size_ = 0;
     std::vector<block> blocks_; // ascending offsets; a freed one below the top is a hole
 
