@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 from results_check import check
-from results import pairs, registry  # noqa: E402  (results_check puts it on the path)
+from results import pairs, registry, source  # noqa: E402  (results_check puts it on the path)
 
 SCRIPTS, FIXTURES = sys.argv[1:3]
 
@@ -74,6 +74,11 @@ def check_pairs():
           "call to take out", pairs.per_pair(two + unused, True))
     old = line.format(s=0, a=1001, ms="1.100", first="")
     check(pairs.per_pair(old, True) is None, "lines that do not give the first call: no figure", pairs.per_pair(old, True))
+    # each run from the newest session that holds it: the server's rounds from the older one here
+    serving = source.Folder("a", ["serve-r1/serve-ggml-free.stats"], lambda name: two.encode())
+    bench = source.Folder("b", ["pairs-ggml-r1.stats"], lambda name: two.encode())
+    runs = [row.split(" | ")[0] for row in pairs.table([serving, bench]).splitlines() if " | ggml | " in row]
+    check(runs == ["| llama-server (a)", "| graphs-off llama-bench (b)"], "each run from its newest session", runs)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Time inside the pools per alloc+free pair (call_ms over allocations, every pool of a run summed)
 for each configuration, in llama-server's unconstrained runs (serve-rR/serve-CONFIG-free.stats) and
 in graphs-off llama-bench (pairs-CONFIG-rR.stats), each round's figure and the median's ratio to
-ggml's pools."""
+ggml's pools; each run from the newest session that holds it."""
 
 import re
 import statistics
@@ -32,15 +32,23 @@ def rounds(folder, pattern, config, steady=False):
     return [x for x in (per_pair(folder.text(name), steady) for _, name in found) if x is not None]
 
 
-def table(folder):
+def newest(sessions, pattern):
+    """the newest of the sessions (oldest first) with rounds of the run, None where none has"""
+    return next((f for f in reversed(sessions) if rounds(f, pattern, BASELINE)), None)
+
+
+def table(sessions):
     rows = []
     for where, pattern in SOURCES:
+        folder = newest(sessions, pattern)
+        if folder is None:
+            continue
         base, base_steady = rounds(folder, pattern, BASELINE), rounds(folder, pattern, BASELINE, True)
         for config in CONFIGS:
             ns, steady = rounds(folder, pattern, config), rounds(folder, pattern, config, True)
             if not ns:
                 continue
-            rows.append([where, config, str(len(ns)), " / ".join(f"{x:.0f}" for x in ns),
+            rows.append([f"{where} ({folder.label})", config, str(len(ns)), " / ".join(f"{x:.0f}" for x in ns),
                          f"{statistics.median(ns):.0f}", ratio(ns, base), ratio(steady, base_steady)])
     return markdown.table(["run", "configuration", "rounds", "ns per pair, each round", "median",
                            f"median / {BASELINE}'s", "the same without each pool's first call"], rows)

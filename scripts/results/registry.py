@@ -119,10 +119,11 @@ TABLES = (
     Table("memcheck-oom", f"compute-sanitizer memcheck over llama-completion while computes fail (the memcheck_oom "
           f"step at {at('memcheck-oom')}: allocations refused from the second on, ten in all)",
           files("memcheck-oom", "memcheck-oom-KIND-graphs-G.*", True), lambda: runs.memcheck_oom(folder("memcheck-oom"))),
-    Table("pairs", f"Time inside the pools per alloc+free pair at {at('pairs')}: llama-server (8b-q8_0, -np 8, 64k, 24 "
-          "mixed requests, unconstrained) and graphs-off llama-bench (1b-q8_0, tg128, -fa 1, 3 repetitions), the "
-          "configurations interleaved in each round", files("pairs", "serve-rR/serve-CONFIG-free.stats, "
-          "pairs-CONFIG-rR.stats", True), lambda: pairs.table(folder("pairs"))),
+    Table("pairs", "Time inside the pools per alloc+free pair, each run at the newest session that holds it: "
+          "llama-server (8b-q8_0, -np 8, 64k, 24 mixed requests, unconstrained) and graphs-off llama-bench (1b-q8_0, "
+          "tg128, -fa 1, 3 repetitions), the configurations interleaved in each round",
+          files("pairs", "serve-rR/serve-CONFIG-free.stats, pairs-CONFIG-rR.stats", False),
+          lambda: pairs.table(folders("pairs"))),
     Table("serve-free", f"llama-server (8b-q8_0, -np 8, 64k) under 24 mixed requests, unconstrained, at {at('serve')}",
           files("serve", "serve-TAG-free.*", True), lambda: serve.free(folder("serve"))),
     Table("serve-spike", f"llama-server beside a co-tenant that leaves H MiB free over the second phase, at {at('serve')}",
