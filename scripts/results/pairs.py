@@ -38,6 +38,7 @@ def newest(sessions, pattern):
 
 
 def table(sessions):
+    """sessions: oldest first; where there are several, a run's column names the session it came from"""
     rows = []
     for where, pattern in SOURCES:
         folder = newest(sessions, pattern)
@@ -48,7 +49,8 @@ def table(sessions):
             ns, steady = rounds(folder, pattern, config), rounds(folder, pattern, config, True)
             if not ns:
                 continue
-            rows.append([f"{where} ({folder.label})", config, str(len(ns)), " / ".join(f"{x:.0f}" for x in ns),
+            run = f"{where} ({folder.label})" if len(sessions) > 1 else where
+            rows.append([run, config, str(len(ns)), " / ".join(f"{x:.0f}" for x in ns),
                          f"{statistics.median(ns):.0f}", ratio(ns, base), ratio(steady, base_steady)])
     return markdown.table(["run", "configuration", "rounds", "ns per pair, each round", "median",
                            f"median / {BASELINE}'s", "the same without each pool's first call"], rows)

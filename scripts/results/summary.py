@@ -23,7 +23,7 @@ def sections(folder):
         ("CUDA graphs per llama-bench run and the pools' synchronizes", bool(bench.graphs),
          lambda: speed.graph_counts([(folder.label, bench)])),
         ("time inside the pools per alloc+free pair", has("pairs-", ".stats") or has("serve-r", "-free.stats"),
-         lambda: pairs.table(folder)),
+         lambda: pairs.table([folder])),
         ("speculative decoding", has("spec-", ".log"), lambda: speculative.table(folder)),
         ("under memory pressure, prompts of growing length", has("growing-", ".log"),
          lambda: pressure.table([folder])),
