@@ -9,7 +9,7 @@
 namespace gcp {
 
 pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct) :
-    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream, hit_path_of<pool_async>(), RECORD),
+    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream, hit_path_of<pool_async>()),
     owner_(std::move(drv)),
     headroom_pct_(headroom_pct) {
     warm_record::instance().acquire(owner_, device_);

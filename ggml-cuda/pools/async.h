@@ -29,16 +29,18 @@ class pool_async final : public pool {
     status trim() override;
 
   protected:
-    friend class pool; // calls the hit path (hit_path_of)
+    // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::table;
-    GCP_HIT_PATH status          do_alloc(const request & r, void ** ptr, size_t * actual);
-    GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
+
+    friend class pool; // calls the hit path (hit_path_of)
+    GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
+    GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), and
     // the reuse cache's when they leave it (a capture's make room in the capture cache, in
     // alloc_in_capture). Made before each allocation, may throw std::bad_alloc
-    void                         room_for_frees(size_t buffers);
-    size_t                       cached_bytes() const override;
-    size_t                       held_bytes() const override {
+    void                room_for_frees(size_t buffers);
+    size_t              cached_bytes() const override;
+    size_t              held_bytes() const override {
         return counts_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
     }
     size_t deferred_bytes() const { return bytes_of(deferred_); }

@@ -37,8 +37,12 @@ GCP_LINE_ALIGNED status pool::alloc_as(pool & p, size_t size, uint32_t flags, vo
         p.live_.insert(*ptr, *actual); // within the room made above
     }
     if ((p.flags_ & PINNING) != 0) {
-        p.pin_new(ptr, actual, hits,
-                  [](pool & q, void * b, size_t n) noexcept { return static_cast<Kind &>(q).do_free(b, n); });
+        p.pin_new(ptr, actual, hits, [](pool & q, void * b, size_t n) noexcept {
+            if (Kind::RECORD == live_record::table) {
+                q.live_.erase(b);
+            }
+            return static_cast<Kind &>(q).do_free(b, n);
+        });
     }
     p.counts_.allocs++;
     p.counts_.live_bytes += *actual;

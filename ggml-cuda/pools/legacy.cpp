@@ -6,7 +6,7 @@
 namespace gcp {
 
 pool_legacy::pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
-    pool(drv, device, kind, stream, hit_path_of<pool_legacy>(), RECORD),
+    pool(drv, device, kind, stream, hit_path_of<pool_legacy>()),
     opt_(opt) {}
 
 pool_legacy::~pool_legacy() {

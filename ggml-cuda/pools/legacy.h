@@ -36,14 +36,16 @@ class pool_legacy final : public pool {
     status trim() override;
 
   protected:
-    friend class pool;                                       // calls the hit path (hit_path_of)
+    // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::kind; // the bins
-    GCP_HIT_PATH status          do_alloc(const request & r, void ** ptr, size_t * actual);
-    GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
-    size_t                       cached_bytes() const override;
+
+    friend class pool; // calls the hit path (hit_path_of)
+    GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
+    GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
+    size_t              cached_bytes() const override;
     // the bins record what is out too (size-bins.h)
-    size_t                       live_buffers() const override;
-    bool                         any_live(void ** ptr, size_t * size) const override;
+    size_t              live_buffers() const override;
+    bool                any_live(void ** ptr, size_t * size) const override;
 
   private:
     // out of line, so that the hit paths stay short: a request no cached buffer holds; a free

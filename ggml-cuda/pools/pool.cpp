@@ -101,9 +101,6 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_b
         p.size = std::max(p.size, *actual);
     } catch (...) {
         // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
-        if ((flags_ & TABLE) != 0) {
-            live_.erase(*ptr);
-        }
         give_back(*this, *ptr, *actual);
         counts_.hits = hits;
         *ptr         = nullptr;

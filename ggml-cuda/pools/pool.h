@@ -55,7 +55,8 @@ class pool {
   public:
     // who keeps the record of live buffers that checks every free: the pool's table, or the kind's
     // own structures (a VMM pool's block list, a legacy pool's bins), which then check the free in
-    // do_free. The table serves the async kind
+    // do_free. The table serves the async kind. A kind names its own as RECORD, which its hit path
+    // (hit-path.h) reads at compile time
     enum class live_record { table, kind };
 
     // a kind's whole alloc and free, the common checks and counts with its do_alloc and do_free
@@ -71,10 +72,9 @@ class pool {
     template <class Kind> static hit_path hit_path_of();
 
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
-    // record: the kind's RECORD, which its hit path (hit_path_of) reads at compile time
-    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path, live_record record) :
+    pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path) :
         path_(path),
-        flags_(record == live_record::table ? TABLE : 0),
+        flags_(0),
         device_(device),
         stream_(stream),
         drv_(drv),
@@ -217,10 +217,9 @@ class pool {
     // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
     // touches is a miss. The table follows with what a capture query names (stream, driver), for
     // the kind that uses both on its hit path (async)
-    static constexpr uint8_t TABLE              = 1; // live_record::table
-    static constexpr uint8_t PINNING            = 2; // between pin_begin and pin_end
-    static constexpr uint8_t DECLARED           = 4; // the consumer declares its captures
-    static constexpr uint8_t DECLARED_CAPTURING = 8; // and the stream is capturing, it says
+    static constexpr uint8_t PINNING            = 1; // between pin_begin and pin_end
+    static constexpr uint8_t DECLARED           = 2; // the consumer declares its captures
+    static constexpr uint8_t DECLARED_CAPTURING = 4; // and the stream is capturing, it says
     hit_path                 path_;
     uint8_t                  flags_;
     std::atomic<bool>        observed_{ false };
@@ -259,8 +258,9 @@ class pool {
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
     // unknown flags)
     GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
-    // in pin mode: pins a buffer just recorded as live; may throw, and then the buffer went back
-    // through the kind's do_free and the call hands nothing out (a hit counted no hit)
+    // in pin mode: pins a buffer just recorded as live; may throw, and then give_back took it out
+    // of the record and freed it through the kind's do_free, and the call hands nothing out (a hit
+    // counted no hit)
     using kind_free = size_t (*)(pool &, void *, size_t) noexcept;
     GCP_COLD void   pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_back);
     // the line a rejected free logs: the record holds `recorded` for ptr (NOT_LIVE: nothing)

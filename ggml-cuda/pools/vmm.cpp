@@ -9,7 +9,7 @@
 namespace gcp {
 
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>(), RECORD),
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>()),
     peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)) {
     reserve_size_ = round_up(std::min(reserve_size, MAX_REQUEST), granularity_);

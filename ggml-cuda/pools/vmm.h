@@ -28,15 +28,17 @@ class pool_vmm final : public pool {
     status trim() override;
 
   protected:
-    friend class pool;                                       // calls the hit path (hit_path_of)
+    // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::kind; // the block list
-    GCP_HIT_PATH status          do_alloc(const request & r, void ** ptr, size_t * actual);
-    GCP_HIT_PATH size_t          do_free(void * ptr, size_t actual) noexcept;
+
+    friend class pool; // calls the hit path (hit_path_of)
+    GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
+    GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t                       cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
-    size_t live_buffers() const override { return blocks_.size() - holes_ + (top_size_ != 0 ? 1 : 0); }
+    size_t              cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
+    size_t              live_buffers() const override { return blocks_.size() - holes_ + (top_size_ != 0 ? 1 : 0); }
     // the top block: holes never stay on top, so it is live
-    bool   any_live(void ** ptr, size_t * size) const override;
+    bool                any_live(void ** ptr, size_t * size) const override;
 
   private:
     struct chunk { // one physical allocation mapped at base_ + offset
