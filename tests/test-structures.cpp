@@ -142,6 +142,7 @@ struct out_buffer {
 void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
     gcp::size_bins                bins;
     std::multimap<size_t, void *> model; // cached: size -> ptr
+    std::map<void *, uint64_t>    stamp; // a cached buffer's
     std::vector<out_buffer>       out;   // handed out
     std::mt19937_64               rng(SEED);
     uint64_t                      next = 0, clock = 0;
@@ -156,13 +157,19 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                 ASSERT_EQ(hit, fit != model.end());
                 if (hit) {
                     ASSERT_EQ(b.size, fit->first) << "the smallest cached size at or above the request";
-                    auto range = model.equal_range(b.size);
-                    auto e     = std::find_if(range.first, range.second, [&](auto & kv) { return kv.second == b.ptr; });
+                    auto     range  = model.equal_range(b.size);
+                    uint64_t newest = 0;
+                    for (auto it = range.first; it != range.second; ++it) {
+                        newest = std::max(newest, stamp[it->second]);
+                    }
+                    ASSERT_EQ(b.last_use, newest) << "the newest of its size";
+                    ASSERT_EQ(stamp[b.ptr], newest);
+                    auto e = std::find_if(range.first, range.second, [&](auto & kv) { return kv.second == b.ptr; });
                     ASSERT_NE(e, range.second);
                     model.erase(e);
                     const bool growing = rng() % 2 == 0;
                     if (growing) {
-                        bins.hold_for_growth();
+                        bins.hold_for_growth(b);
                     }
                     out.push_back({ b.ptr, b.size, growing });
                 } else {
@@ -185,7 +192,8 @@ void check_best_fit(const std::vector<size_t> & sizes, op_mix mix) {
                     bins.put(at, ++clock);
                     ASSERT_FALSE(bins.find_out(out[i].ptr, out[i].size).found()) << "cached, no longer out";
                     model.insert({ out[i].size, out[i].ptr });
-                    out[i] = out.back();
+                    stamp[out[i].ptr] = clock;
+                    out[i]            = out.back();
                     out.pop_back();
                 }
                 break;
@@ -229,6 +237,50 @@ TEST(SizeBins, BestFitMatchesAnOrderedModelWithManySizes) { // lower() searches
     }
     // more allocs than frees: buffers pile up out of the cache, so every size keeps its bin
     check_best_fit(sizes, { 4, 3, 1 });
+}
+
+// buffers of one size, each lent and put back at the given stamp, in this order
+void put_back_at(gcp::size_bins & bins, size_t size, const std::vector<std::pair<uint64_t, uint64_t>> & ptr_stamps) {
+    for (auto [p, at] : ptr_stamps) {
+        bins.reserve(size);
+        bins.lend(fake_ptr(p), size);
+    }
+    for (auto [p, at] : ptr_stamps) {
+        bins.put(bins.find_out(fake_ptr(p), size), at);
+    }
+}
+
+TEST(SizeBins, OfOneSizeTheNewestComesFirstWhereverItWaits) {
+    // 1 and 2 take the two slots; 3 goes to the bin, the slots being fresh; 4, long after, takes
+    // the place of the stalest slot, 1, whose buffer joins the bin below 3, which came back later
+    constexpr size_t       SIZE = 4096;
+    gcp::size_bins         bins;
+    gcp::size_bins::buffer b{};
+    put_back_at(bins, SIZE, { { 1, 10 }, { 2, 20 }, { 3, 30 }, { 4, 1000 } });
+    EXPECT_EQ(bins.count(), 4u);
+    EXPECT_EQ(bins.bytes(), 4 * SIZE);
+    for (uint64_t want : { 4, 3, 2, 1 }) {
+        ASSERT_TRUE(bins.take(SIZE, &b));
+        EXPECT_EQ(b.ptr, fake_ptr(want)) << "the newest cached first";
+    }
+    EXPECT_FALSE(bins.take(SIZE, &b));
+}
+
+TEST(SizeBins, ABufferBackInItsSlotIsCachedNotOut) {
+    gcp::size_bins         bins;
+    gcp::size_bins::buffer b{};
+    put_back_at(bins, 8192, { { 1, 1 } });
+    ASSERT_TRUE(bins.take(100, &b));
+    EXPECT_EQ(bins.size_out(fake_ptr(1)), 8192u);
+    EXPECT_FALSE(bins.put_slotted(fake_ptr(1), 4096, 2)) << "a wrong size";
+    EXPECT_TRUE(bins.put_slotted(fake_ptr(1), 8192, 2));
+    EXPECT_FALSE(bins.put_slotted(fake_ptr(1), 8192, 3)) << "freed twice";
+    EXPECT_FALSE(bins.find_out(fake_ptr(1), 8192).found());
+    EXPECT_EQ(bins.size_out(fake_ptr(1)), gcp::size_bins::NONE);
+    EXPECT_FALSE(bins.put_slotted(nullptr, 0, 4)) << "an empty slot";
+    EXPECT_TRUE(bins.remove(fake_ptr(1), 8192));
+    EXPECT_EQ(bins.count(), 0u);
+    EXPECT_FALSE(bins.take(100, &b));
 }
 
 TEST(SizeBins, AnUnreservedSizeLeavesNoBin) {

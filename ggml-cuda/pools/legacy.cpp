@@ -71,7 +71,7 @@ bool pool_legacy::take_growing(const request & r, size_bins::buffer * hit) {
     // than its miss would take: that was made for another request (a weight matrix's
     // dequantization), which would miss while it waits there for growing requests only
     if (hit->size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING)) {
-        bins_.hold_for_growth();
+        bins_.hold_for_growth(*hit);
     }
     return true;
 }
@@ -293,6 +293,11 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
 }
 
 size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    // back to its slot, on the hit line (size-bins.h); a full cache may send it to the driver
+    if (GCP_LIKELY(!cache_full()) && bins_.put_slotted(ptr, actual, clock_ + 1)) {
+        clock_++;
+        return actual;
+    }
     const size_bins::out_ref at = bins_.find_out(ptr, actual);
     if (GCP_UNLIKELY(!at.found())) {
         static_assert(size_bins::NONE == NOT_LIVE, "a size the bins do not hold is no live buffer");

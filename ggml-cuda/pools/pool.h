@@ -13,18 +13,13 @@
 #include <unordered_map>
 #include <vector>
 
-// a cold path kept out of the function that calls it: the hit path then saves fewer registers,
-// and the compiler, told the branch to it is rarely taken, lays it (and what leads only to it)
-// away from the hit path's lines
 // GCP_HIT_PATH marks a function the hit path inlines whole (hit-path.h): a kind's do_alloc and
 // do_free, defined in the kind's own source, which alone calls them. GCP_LINE_ALIGNED starts a
 // function on a cache line
 #if defined(__GNUC__)
-#    define GCP_COLD         __attribute__((noinline, cold))
 #    define GCP_HIT_PATH     __attribute__((always_inline)) inline
 #    define GCP_LINE_ALIGNED __attribute__((aligned(gcp::CACHE_LINE)))
 #else
-#    define GCP_COLD
 #    define GCP_HIT_PATH inline
 #    define GCP_LINE_ALIGNED
 #endif

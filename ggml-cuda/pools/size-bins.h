@@ -15,14 +15,27 @@
 // entry says whether a growing request holds it (its free goes to the growth reserve first), so a
 // free reads no line beyond its entry's to know. A bin's first buffers are on its own line, beside
 // its counts (small-list.h), so a hit reads one line for the bin and its buffer.
+//
+// Slots: up to SLOTS buffers also live on the pool's hit line, each with its size and state, so
+// that a pair served from one reads no line of the bins. ggml asks for a few sizes over and over,
+// each buffer back before the next request (a step of a 1B model: five of every eight requests
+// are one size, the rest two others, one nested), so two buffers serve nearly every pair. A
+// slot's bin records it as out, whether it is out or cached: its state is the slot's. A free
+// that comes back to an out slot marks it cached, on the hit line; a take serves the best fit
+// among the cached slots without a search while no bin caches a buffer of its size or smaller
+// (bins_low_), otherwise after the search, which weighs the bins' best fit against the slots'
+// (a tie: the newest). A buffer freed to the bins takes an empty slot, or the one whose buffer
+// no request has used for STALE_TICKS (the bins list that one, by its stamp), so that the slots
+// follow the sizes in use without two hot buffers taking each other's place.
 
 #include "../support/common.h"
+#include "bin-marks.h"
+#include "hit-slots.h"
 #include "small-list.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <new>
 #include <vector>
 
 namespace gcp {
@@ -49,64 +62,45 @@ class size_bins {
 
     // room for one more buffer of `size` that is about to be allocated (lend() records it); may
     // throw std::bad_alloc, and then nothing changed
-    void reserve(size_t size) {
-        auto it = lower(size);
-        if (holds_size(it, size)) {
-            it->entries.reserve(it->entries.size() + it->pending + 1);
-            it->pending++;
-            return;
-        }
-        const size_t at = size_t(it - bins_.begin());
-        bin          fresh;
-        fresh.pending = 1;
-        fresh.entries.reserve(1);
-        reserve_at_least(bins_, bins_.size() + 1);
-        reserve_at_least(sizes_, bins_.size() + 1);
-        reserve_at_least(more_marks_, words(bins_.size() + 1) - 1);
-        // within capacity: cannot throw
-        bins_.insert(bins_.begin() + std::ptrdiff_t(at), std::move(fresh));
-        sizes_.insert(sizes_.begin() + std::ptrdiff_t(at), size);
-        remark();
-    }
+    void reserve(size_t size);
 
     // the allocation reserve() made room for: ptr, of `size`, is out from now on, held by a growing
     // request or not (never allocates)
-    void lend(void * ptr, size_t size, bool growing = false) {
-        auto it = lower(size);
-        it->pending--;
-        it->entries.push_back({ ptr, growing ? GROWING : NOT_GROWING }); // within the room reserve() kept
-    }
+    void lend(void * ptr, size_t size, bool growing = false);
 
     // the allocation reserve() made room for failed: forget it
-    void unreserve(size_t size) {
-        auto it = lower(size);
-        it->pending--;
-        erase_if_empty(it);
+    void unreserve(size_t size);
+
+    // the best fit (the smallest cached buffer >= want), counted out; false when none. Its stamp,
+    // never GROWING, says a growing request does not hold it
+    bool take(size_t want, buffer * out) {
+        const size_t k = slots_.best(want);
+        if (GCP_LIKELY(k != NONE) && slots_.size(k) < bins_low_) { // no bin caches one as small
+            take_slot(k, out);
+            return true;
+        }
+        return take_searched(want, k, out);
     }
 
-    // the best fit (the smallest cached buffer >= want), counted out; false when none
-    bool take(size_t want, buffer * out) {
-        const size_t i = next_marked(size_t(lower(want) - bins_.begin()));
-        if (i >= bins_.size()) {
+    // a buffer take() handed out is held by a growing request: it leaves its slot, if it had one,
+    // so that its free finds its entry and sees it
+    void hold_for_growth(const buffer & b);
+
+    // a free of ptr, of `size`, that an out slot holds: cached again there, stamped last_use (> 0),
+    // on the hit line; false when no slot holds it out (find_out and put then)
+    bool put_slotted(const void * ptr, size_t size, uint64_t last_use) {
+        if (!slots_.put(ptr, size, last_use)) {
             return false;
         }
-        bin &         b = bins_[i];
-        const entry & e = b.entries[--b.cached]; // the newest cached becomes the first out
-        *out            = { e.ptr, sizes_[i], e.last_use };
-        hint_           = uint32_t(i);
-        hint_size_      = sizes_[i];
-        count_--;
-        if (b.cached == 0) {
-            unmark(i);
-        }
-        return true; // its stamp, never GROWING, says a growing request does not hold it
+        count_++;
+        return true;
     }
-
-    // the buffer take() handed out last is held by a growing request
-    void hold_for_growth() { bins_[hint_].entries[bins_[hint_].cached].last_use = GROWING; }
 
     // where ptr is recorded out at `size` (not found(): it is not out at that size)
     out_ref find_out(const void * ptr, size_t size) {
+        if (slots_.held_of(ptr) != NONE) {
+            return {}; // cached in its slot, though its bin records it out
+        }
         // sizes are unique across bins, so a hint that names a bin of this size names the right one
         size_t i = hint_;
         if (GCP_UNLIKELY(hint_size_ != size)) {
@@ -127,37 +121,30 @@ class size_bins {
     }
 
     // one out buffer (false: none is out)
-    bool first_out(void ** ptr, size_t * size) const {
-        for (size_t i = 0; i < bins_.size(); i++) {
-            if (bins_[i].cached < bins_[i].entries.size()) {
-                *ptr  = bins_[i].entries[bins_[i].cached].ptr;
-                *size = sizes_[i];
-                return true;
-            }
-        }
-        return false;
-    }
+    bool first_out(void ** ptr, size_t * size) const;
 
     // the size ptr is out at, or NONE (a refused free's line says it)
-    size_t size_out(const void * ptr) const {
-        size_t size = NONE;
-        for_each_out([&](void * p, size_t s) { size = p == ptr ? s : size; });
-        return size;
-    }
+    size_t size_out(const void * ptr) const;
 
-    // an out buffer comes back to the cache, stamped last_use (> 0; never allocates)
+    // an out buffer comes back to the cache, stamped last_use (> 0; never allocates): to its slot,
+    // or to a slot it may take, else to its bin
     void put(out_ref at, uint64_t last_use) {
-        bin & b = bins_[at.bin];
-        std::swap(b.entries[at.entry], b.entries[b.cached]); // to the newest cached place
-        b.entries[b.cached++].last_use = last_use;
-        count_++;
-        if (b.cached == 1) {
-            mark(at.bin);
+        void * const ptr = bins_[at.bin].entries[at.entry].ptr;
+        size_t       k   = slots_.of(ptr);
+        if (k == NONE && hit_slots::fits(at.size) && !at.growing) {
+            k = free_slot(last_use);
         }
+        count_++;
+        if (k != NONE) {
+            slots_.fill(k, ptr, at.size, last_use);
+            return;
+        }
+        file(at, last_use);
     }
 
     // an out buffer goes to the driver instead of the cache
     void forget(out_ref at) {
+        drop_slot(bins_[at.bin].entries[at.entry].ptr);
         auto it = bins_.begin() + std::ptrdiff_t(at.bin);
         std::swap(it->entries[at.entry], it->entries.back());
         it->entries.pop_back();
@@ -165,32 +152,14 @@ class size_bins {
     }
 
     // removes a cached buffer (it goes back to the driver); false when it is not cached
-    bool remove(const void * ptr, size_t size) {
-        auto it = lower(size);
-        if (!holds_size(it, size)) {
-            return false;
-        }
-        auto end = it->entries.begin() + std::ptrdiff_t(it->cached);
-        auto e   = std::find_if(it->entries.begin(), end, [&](const entry & x) { return x.ptr == ptr; });
-        if (e == end) {
-            return false;
-        }
-        it->entries.erase(size_t(e - it->entries.begin())); // keeps the order of the rest: the newest cached stays last
-        it->cached--;
-        count_--;
-        if (!erase_if_empty(it) && it->cached == 0) {
-            unmark(size_t(it - bins_.begin()));
-        }
-        return true;
-    }
+    bool remove(const void * ptr, size_t size);
 
+    // cached buffers, the slots' included
     size_t count() const { return count_; }
     // the bytes cached, counted when asked (statistics, a miss) rather than kept on every hit
     size_t bytes() const {
         size_t n = 0;
-        for (size_t i = 0; i < bins_.size(); i++) {
-            n += sizes_[i] * bins_[i].cached;
-        }
+        for_each([&](const buffer & b) { n += b.size; });
         return n;
     }
 
@@ -201,12 +170,19 @@ class size_bins {
                 f(buffer{ bins_[i].entries[j].ptr, sizes_[i], bins_[i].entries[j].last_use });
             }
         }
+        for (size_t k = 0; k < hit_slots::COUNT; k++) {
+            if (slots_.held(k)) {
+                f(buffer{ slots_.ptr(k), slots_.size(k), slots_.stamp(k) });
+            }
+        }
     }
     // every out buffer, f(ptr, size); f must not change the bins
     template <typename F> void for_each_out(F && f) const {
         for (size_t i = 0; i < bins_.size(); i++) {
             for (size_t j = bins_[i].cached; j < bins_[i].entries.size(); j++) {
-                f(bins_[i].entries[j].ptr, sizes_[i]);
+                if (slots_.held_of(bins_[i].entries[j].ptr) == NONE) {
+                    f(bins_[i].entries[j].ptr, sizes_[i]);
+                }
             }
         }
     }
@@ -219,17 +195,47 @@ class size_bins {
     static constexpr uint64_t GROWING     = 0;
     static constexpr uint64_t NOT_GROWING = 1;
 
-    // sizes_'s storage starts a cache line, so the search over up to 8 sizes reads one line
-    template <typename T> struct line_aligned {
-        using value_type              = T;
-        static constexpr size_t ALIGN = CACHE_LINE;
-        line_aligned()                = default;
-        template <typename U> line_aligned(const line_aligned<U> &) {}
-        T *  allocate(size_t n) { return static_cast<T *>(::operator new (n * sizeof(T), std::align_val_t{ ALIGN })); }
-        void deallocate(T * p, size_t) { ::operator delete (p, std::align_val_t{ ALIGN }); }
-        bool operator==(const line_aligned &) const { return true; }
-        bool operator!=(const line_aligned &) const { return false; }
-    };
+    // a slot none has used for STALE_TICKS (alloc and free calls; a layer of a 1B model makes
+    // about 16) gives its place to a buffer freed to the bins
+    static constexpr uint64_t STALE_TICKS = 64;
+
+    void take_slot(size_t k, buffer * out) {
+        *out = { slots_.ptr(k), slots_.size(k), slots_.stamp(k) };
+        slots_.lend(k);
+        count_--;
+    }
+    // take() past the slots: the bins' best fit, or slot k's where it fits better (NONE: none fits)
+    GCP_COLD bool take_searched(size_t want, size_t k, buffer * out);
+    // a slot for a buffer coming back at last_use: an empty one, else the cached one whose buffer
+    // is stale, which goes to its bin (NONE: none)
+    size_t        free_slot(uint64_t last_use);
+    // slot k's buffer is its bin's alone from now on: cached there in the order of its stamp
+    // (an entry cached after it came back stays the newer), or out there as its slot had it
+    void          list_slot(size_t k);
+    // the slot that holds ptr, if any, empties; ptr's entry in its bin stays as it is
+    void          drop_slot(const void * ptr) {
+                 const size_t k = slots_.of(ptr);
+                 if (k != NONE) {
+                     slots_.clear(k);
+        }
+    }
+    // an out entry becomes its bin's newest cached, stamped last_use; its index
+    size_t file(out_ref at, uint64_t last_use) {
+        bin & b = bins_[at.bin];
+        std::swap(b.entries[at.entry], b.entries[b.cached]); // to the newest cached place
+        b.entries[b.cached].last_use = last_use;
+        if (++b.cached == 1) {
+            marks_.mark(at.bin);
+        }
+        bins_low_ = std::min(bins_low_, at.size);
+        return b.cached - 1;
+    }
+    // bins_low_ after the bins' cached buffers changed other than by file()
+    void relow() {
+        const size_t i = next_marked(0);
+        bins_low_      = i < bins_.size() ? sizes_[i] : SIZE_MAX;
+    }
+
     // the buffers a bin keeps on its own line: ggml asks for one or two of a size
     static constexpr uint32_t INLINE_ENTRIES = 2;
     struct alignas(CACHE_LINE) bin {                   // one cache line; its size is sizes_ at the same index
@@ -239,36 +245,10 @@ class size_bins {
     };
     static_assert(sizeof(bin) == CACHE_LINE, "a bin's counts and its first entries share a line");
 
-    static constexpr size_t WORD         = 64;
     static constexpr size_t COUNTED_BINS = 16; // up to this many bins, lower() counts instead of searching
 
-    static size_t words(size_t bins) { return (bins + WORD - 1) / WORD; }
-
     // the first bin of at least `size` (bins_.end() when none), without a branch per step
-    std::vector<bin>::iterator lower(size_t size) {
-        size_t n = bins_.size(); // sizes_'s, from the line the hit path reads anyway
-        if (n == 0) {
-            return bins_.end();
-        }
-        const size_t * base = sizes_.data();
-        if (GCP_LIKELY(n <= COUNTED_BINS)) {
-            // a few bins: count the sizes below the request, compares that do not depend on each
-            // other and no branch to mispredict (a random request mix mispredicts a short search's
-            // steps about every other time); larger pools keep the search, which is faster there
-            size_t below = 0;
-            for (size_t i = 0; i < n; i++) {
-                below += size_t(base[i] < size);
-            }
-            return bins_.begin() + std::ptrdiff_t(below);
-        }
-        while (n > 1) {
-            const size_t half = n / 2;
-            base              = base[half - 1] < size ? base + half : base;
-            n -= half;
-        }
-        const size_t at = size_t(base - sizes_.data()) + (*base < size ? 1 : 0);
-        return bins_.begin() + std::ptrdiff_t(at);
-    }
+    std::vector<bin>::iterator lower(size_t size);
 
     // whether `it` (from lower(size)) is the bin of exactly `size`
     bool holds_size(std::vector<bin>::iterator it, size_t size) const {
@@ -276,63 +256,29 @@ class size_bins {
     }
 
     // a bin with no buffer, cached, out or about to be, goes; true when it went
-    bool erase_if_empty(std::vector<bin>::iterator it) {
-        if (!it->entries.empty() || it->pending != 0) {
-            return false;
-        }
-        sizes_.erase(sizes_.begin() + (it - bins_.begin()));
-        bins_.erase(it);
-        remark();
-        return true;
-    }
+    bool erase_if_empty(std::vector<bin>::iterator it);
 
-    // the marks' word w: the first in the hit path's line, the rest in more_marks_
-    uint64_t & word(size_t w) { return w == 0 ? mark0_ : more_marks_[w - 1]; }
-    uint64_t   word(size_t w) const { return w == 0 ? mark0_ : more_marks_[w - 1]; }
-    void       mark(size_t i) { word(i / WORD) |= uint64_t(1) << (i % WORD); }
-    void       unmark(size_t i) { word(i / WORD) &= ~(uint64_t(1) << (i % WORD)); }
     // rebuilt when bins come or go (a miss or a release, never a hit); never grows past the
     // capacity reserve() made. The hint's index may name another bin now: forgotten
-    void       remark() {
-              mark0_ = 0;
-              more_marks_.assign(std::max<size_t>(words(bins_.size()), 1) - 1, 0);
-              for (size_t i = 0; i < bins_.size(); i++) {
-                  if (bins_[i].cached != 0) {
-                      mark(i);
-            }
-        }
-              hint_size_ = 0;
-    }
-    // the first bin at or after i that holds a buffer (bins_.size() when none); up to 64 bins it
-    // reads the first word alone, on the hit path's line
-    size_t next_marked(size_t i) const {
-        if (GCP_LIKELY(bins_.size() <= WORD)) {
-            const uint64_t bits = i < WORD ? mark0_ & (~uint64_t(0) << i) : 0;
-            return bits != 0 ? size_t(__builtin_ctzll(bits)) : bins_.size();
-        }
-        for (size_t w = i / WORD; w <= more_marks_.size(); w++) {
-            uint64_t bits = word(w);
-            if (w == i / WORD) {
-                bits &= ~uint64_t(0) << (i % WORD);
-            }
-            if (bits != 0) {
-                return w * WORD + size_t(__builtin_ctzll(bits));
-            }
-        }
-        return bins_.size();
-    }
+    void   remark();
+    // the first bin at or after i that holds a cached buffer (bins_.size() when none)
+    size_t next_marked(size_t i) const { return marks_.next(i, bins_.size()); }
 
-    // The hit path's fields, to the start of sizes_, on one line with the legacy pool's clock: a
-    // take reads the first word of the marks and the sizes' data through it, a free its first
-    // guess, the bin take() took from last and its size (0: none), which saves it the search.
-    // Nothing after sizes_'s start is read on a hit
-    size_t                                    hint_size_ = 0;
-    uint32_t                                  hint_      = 0;
-    uint32_t                                  count_ = 0; // at most the pool's bound on cached buffers, and a few more
-    uint64_t                                  mark0_ = 0; // bins 0-63 of the marks
-    std::vector<bin>                          bins_;      // ascending sizes
-    std::vector<size_t, line_aligned<size_t>> sizes_;     // bins_[i]'s buffer size, dense for the search
-    std::vector<uint64_t> more_marks_; // the marks past bin 63 (bit i: bins_[i] holds a cached buffer)
+    // The hit path's fields, on one line with the legacy pool's clock: the slots, with their sizes
+    // apart (a buffer of 4 GiB or more takes no slot), the smallest size the bins cache (SIZE_MAX:
+    // none), which says whether a cached slot is the best fit without a search, and the count.
+    // Nothing after hint_ is read on a pair the slots serve
+    hit_slots        slots_;
+    size_t           bins_low_ = SIZE_MAX;
+    uint32_t         count_    = 0; // at most the pool's bound on cached buffers, and a few more
+    // The search's fields, on the next line: a take reads the sizes' data and the marks' first
+    // word through it, a free outside the slots its first guess, the bin take() took from last and
+    // its size (0: none), which saves it the search
+    uint32_t         hint_      = 0;
+    size_t           hint_size_ = 0;
+    std::vector<bin> bins_;                                     // ascending sizes
+    std::vector<size_t, line_aligned_allocator<size_t>> sizes_; // bins_[i]'s buffer size, dense for the search
+    bin_marks                                           marks_; // its first word ends the line
 };
 
 } // namespace gcp

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace gcp {
@@ -24,13 +25,18 @@ constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
 // launches evict the pool, and each line a call touches is a miss
 constexpr size_t CACHE_LINE = 64;
 
-// the branch a hit path takes, for the compiler to lay the other one away from its lines
+// the branch a hit path takes, for the compiler to lay the other one away from its lines; and a
+// cold path kept out of the function that calls it: the hit path then saves fewer registers, and
+// the compiler, told the branch to it is rarely taken, lays it (and what leads only to it) away
+// from the hit path's lines
 #if defined(__GNUC__)
 #    define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
 #    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#    define GCP_COLD        __attribute__((noinline, cold))
 #else
 #    define GCP_LIKELY(x)   (x)
 #    define GCP_UNLIKELY(x) (x)
+#    define GCP_COLD
 #endif
 
 constexpr size_t MiB = size_t(1) << 20;
@@ -51,6 +57,17 @@ template <typename V> void reserve_at_least(V & v, size_t need) {
         v.reserve(std::max(need, 2 * v.capacity()));
     }
 }
+
+// a vector's storage that starts a cache line: the legacy pool's search over up to 8 sizes reads one
+template <typename T> struct line_aligned_allocator {
+    using value_type         = T;
+    line_aligned_allocator() = default;
+    template <typename U> line_aligned_allocator(const line_aligned_allocator<U> &) {}
+    T *  allocate(size_t n) { return static_cast<T *>(::operator new (n * sizeof(T), std::align_val_t{ CACHE_LINE })); }
+    void deallocate(T * p, size_t) { ::operator delete (p, std::align_val_t{ CACHE_LINE }); }
+    bool operator==(const line_aligned_allocator &) const { return true; }
+    bool operator!=(const line_aligned_allocator &) const { return false; }
+};
 
 inline double to_mib(size_t bytes) {
     return double(bytes) / double(MiB);
