@@ -5,7 +5,7 @@
 //   hit/<pool>/<cached>   <pool>: ggml-style, ggml-vmm-style, legacy, plain, vmm, async,
 //                         async-declared (its captures declared, as the llama.cpp adapter's
 //                         GGML_CUDA_POOL_CAPTURES=declared does: no capture query); <cached>: 8,
-//                         64 or 256 buffers
+//                         64 or 256 buffers, or step (below)
 //   cold/<pool>/<cached>  the same pairs with the pool's lines evicted before each call, as the
 //                         driver work of the kernel launches between two pool calls in an engine
 //                         evicts them; each call timed alone by the clock, as the llama.cpp
@@ -21,6 +21,9 @@
 // gives each pool's median CPU time (steadier than wall time on a shared machine; the clock's time
 // for cold) and its ratio to each ggml-shaped pool at the same depth.
 //
+// step: a graphs-off llama-bench step of a 1B model through llama.cpp's CUDA backend, per layer as
+// its trace shows: eight requests, five of one size (src1 quantized for a matrix-vector product).
+//
 // Defaults: 5 repetitions, randomly interleaved, aggregates only; any --benchmark_* flag given
 // overrides them (CI: --benchmark_min_time=0.001 --benchmark_repetitions=2).
 
@@ -33,6 +36,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -40,7 +44,7 @@
 
 namespace {
 
-constexpr int      DEPTHS[]     = { 8, 64, 256 };
+const char * const DEPTHS[]     = { "8", "64", "256", "step" };
 constexpr size_t   KiB          = size_t(1) << 10;
 constexpr size_t   MiB          = size_t(1) << 20;
 constexpr size_t   MIN_SIZE     = 4 * KiB;
@@ -124,7 +128,18 @@ struct workload {
     std::vector<size_t> requests;
 };
 
-workload make_workload(int cached) {
+// a layer of llama-bench's step (the header says what); the fill: the buffers a legacy pool keeps
+const size_t STEP_LAYER[] = { 32768, 1024, 2304, 2304, 6336, 2304, 2304, 2304 }, STEP_FILL[] = { 2304, 32768 };
+
+workload make_workload(const std::string & depth) {
+    if (depth == "step") {
+        workload w{ { std::begin(STEP_FILL), std::end(STEP_FILL) }, {} };
+        for (size_t i = 0; i < REQUESTS; i++) {
+            w.requests.push_back(STEP_LAYER[i % std::size(STEP_LAYER)]);
+        }
+        return w;
+    }
+    const int                              cached = std::stoi(depth);
     std::mt19937_64                        rng(SEED);
     std::uniform_real_distribution<double> log_size(std::log(double(MIN_SIZE)), std::log(double(MAX_SIZE)));
     workload                               w;
@@ -292,9 +307,9 @@ class summary_reporter : public benchmark::ConsoleReporter {
             printf(" %18s", s.name);
         }
         printf("\n");
-        for (int depth : DEPTHS) {
+        for (const char * depth : DEPTHS) {
             const entry * base = find(family, baseline, depth);
-            printf("%-8d", depth);
+            printf("%-8s", depth);
             for (const subject & s : SUBJECTS) {
                 const entry * e = find(family, s.name, depth);
                 if (e == nullptr) {
@@ -327,8 +342,8 @@ class summary_reporter : public benchmark::ConsoleReporter {
         }
     }
 
-    const entry * find(const char * family, const char * name, int depth) const {
-        auto it = medians_.find(std::string(family) + "/" + name + "/" + std::to_string(depth));
+    const entry * find(const char * family, const char * name, const char * depth) const {
+        auto it = medians_.find(std::string(family) + "/" + name + "/" + depth);
         return it == medians_.end() ? nullptr : &it->second;
     }
 
@@ -350,17 +365,17 @@ int main(int argc, char ** argv) {
     }
     int n = int(args.size());
 
-    std::map<int, workload> workloads;
-    for (int depth : DEPTHS) {
+    std::map<std::string, workload> workloads;
+    for (const char * depth : DEPTHS) {
         workloads[depth] = make_workload(depth);
     }
     for (const char * family : FAMILIES) {
         const bool cold = std::string(family) == "cold";
-        for (int depth : DEPTHS) {
+        for (const char * depth : DEPTHS) {
             const workload & w = workloads[depth];
             for (const subject & s : SUBJECTS) {
-                const std::string name             = std::string(family) + "/" + s.name + "/" + std::to_string(depth);
-                benchmark::internal::Benchmark * b = nullptr;
+                const std::string                name = std::string(family) + "/" + s.name + "/" + depth;
+                benchmark::internal::Benchmark * b    = nullptr;
                 if (s.name == BASELINES[0]) {
                     b = benchmark::RegisterBenchmark(name.c_str(), bench_ggml_style, w, cold);
                 } else if (s.name == BASELINES[1]) {

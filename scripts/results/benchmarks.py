@@ -53,7 +53,8 @@ def bench_hit(baseline="ggml-style", family="hit", pattern="bench-hit-[0-9a-f]*.
                   for t in texts)
     runs = [run for run in runs if any(k.startswith(f"{family}/{baseline}/") for k in run[1])]
     kinds = [k for k in HIT_KINDS if any(name.startswith(f"{family}/{k}/") for _, run in runs for name in run)]
-    depths = sorted({int(k.split("/")[2]) for _, run in runs for k in run})
+    # cached buffers in their order, then named workloads (step)
+    depths = sorted({k.split("/")[2] for _, run in runs for k in run}, key=lambda d: (not d.isdigit(), int(d) if d.isdigit() else 0, d))
     rows = []
     for depth in depths:
         row = [str(depth)]
