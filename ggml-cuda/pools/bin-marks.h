@@ -47,6 +47,20 @@ class bin_marks {
         return bins;
     }
 
+    // the last marked bin before i (SIZE_MAX: none)
+    size_t prev(size_t i) const {
+        while (i > 0) {
+            const size_t   w    = (i - 1) / WORD;
+            const size_t   top  = (i - 1) % WORD; // bits 0..top of word w are before i
+            const uint64_t bits = word(w) & (~uint64_t(0) >> (WORD - 1 - top));
+            if (bits != 0) {
+                return w * WORD + WORD - 1 - size_t(__builtin_clzll(bits));
+            }
+            i = w * WORD;
+        }
+        return SIZE_MAX;
+    }
+
   private:
     static constexpr size_t WORD = 64;
     static size_t           words(size_t bins) { return (bins + WORD - 1) / WORD; }

@@ -1,9 +1,11 @@
 #pragma once
-// The legacy pool's slots: the few buffers whose state lives on its hit line, each with its size
-// and whether it is out or cached since a stamp, so that a pair a slot serves reads no line of the
-// bins. The bins (size-bins.h) decide what enters and leaves a slot, and record a slot's buffer as
-// out whatever its state here. Sizes are 32-bit, so that two slots, their sizes and the bins'
-// hit fields share the line: a buffer of 4 GiB or more takes no slot.
+// The legacy pool's slots: the few buffers whose state lives on its hit line, each with its size,
+// whether it is out or cached since a stamp, and its floor, the largest size the bins cache at or
+// below its own (0: none), so that a pair a slot serves reads no line of the bins: a request above
+// the floor that the slot holds has it as its best fit. The bins (size-bins.h) decide what enters
+// and leaves a slot, keep the floors, and record a slot's buffer as out whatever its state here.
+// Sizes are 32-bit, so that two slots and the bins' hit fields share the line: a buffer of 4 GiB
+// or more takes no slot.
 
 #include "../support/common.h"
 
@@ -24,6 +26,8 @@ class hit_slots {
     bool     empty(size_t k) const { return slots_[k].ptr == nullptr; }
     void *   ptr(size_t k) const { return slots_[k].ptr; }
     size_t   size(size_t k) const { return size_[k]; }
+    size_t   floor(size_t k) const { return floor_[k]; }
+    void     set_floor(size_t k, size_t floor) { floor_[k] = uint32_t(floor); } // <= size(k)
     uint64_t stamp(size_t k) const { return slots_[k].stamp; }
 
     // the slot that holds ptr, out or cached (NONE: none)
@@ -84,12 +88,13 @@ class hit_slots {
         return false;
     }
     void lend(size_t k) { slots_[k].stamp = 0; }
-    // slot k holds ptr (fits(size)), cached since stamp, or out (0)
-    void fill(size_t k, void * ptr, size_t size, uint64_t stamp) {
+    // slot k holds ptr (fits(size)), cached since stamp, or out (0), over floor
+    void fill(size_t k, void * ptr, size_t size, uint64_t stamp, size_t floor) {
         slots_[k] = { ptr, stamp };
         size_[k]  = uint32_t(size);
+        floor_[k] = uint32_t(floor);
     }
-    void clear(size_t k) { fill(k, nullptr, 0, EMPTY_STAMP); }
+    void clear(size_t k) { fill(k, nullptr, 0, EMPTY_STAMP, 0); }
 
   private:
     // not 0, so that no free matches an empty slot (put)
@@ -99,7 +104,8 @@ class hit_slots {
         uint64_t stamp = EMPTY_STAMP; // 0: out; else cached, since then (the pool's clock)
     };
     slot     slots_[COUNT];
-    uint32_t size_[COUNT] = {}; // apart from the slots: a pair reads the sizes, then one slot
+    uint32_t size_[COUNT]  = {}; // apart from the slots: a pair reads the sizes, then one slot
+    uint32_t floor_[COUNT] = {};
 };
 
 } // namespace gcp

@@ -21,12 +21,13 @@
 // each buffer back before the next request (a step of a 1B model: five of every eight requests
 // are one size, the rest two others, one nested), so two buffers serve nearly every pair. A
 // slot's bin records it as out, whether it is out or cached: its state is the slot's. A free
-// that comes back to an out slot marks it cached, on the hit line; a take serves the best fit
-// among the cached slots without a search while no bin caches a buffer of its size or smaller
-// (bins_low_), otherwise after the search, which weighs the bins' best fit against the slots'
-// (a tie: the newest). A buffer freed to the bins takes an empty slot, or the one whose buffer
-// no request has used for STALE_TICKS (the bins list that one, by its stamp), so that the slots
-// follow the sizes in use without two hot buffers taking each other's place.
+// that comes back to an out slot marks it cached, on the hit line; a take serves the smallest
+// cached slot that holds the request without a search where the request is above the slot's
+// floor (no bin caches a buffer between the two), otherwise after the search, which weighs the
+// bins' best fit against the slot's (a tie: the newest). A buffer freed to the bins takes an
+// empty slot, or the one whose buffer no request has used for STALE_TICKS (the bins list that
+// one, by its stamp), so that the slots follow the sizes in use without two hot buffers taking
+// each other's place.
 
 #include "../support/common.h"
 #include "bin-marks.h"
@@ -75,7 +76,7 @@ class size_bins {
     // never GROWING, says a growing request does not hold it
     bool take(size_t want, buffer * out) {
         const size_t k = slots_.best(want);
-        if (GCP_LIKELY(k != NONE) && slots_.size(k) < bins_low_) { // no bin caches one as small
+        if (GCP_LIKELY(k != NONE) && want > slots_.floor(k)) { // no bin caches one that holds it as well
             take_slot(k, out);
             return true;
         }
@@ -136,7 +137,7 @@ class size_bins {
         }
         count_++;
         if (k != NONE) {
-            slots_.fill(k, ptr, at.size, last_use);
+            slots_.fill(k, ptr, at.size, last_use, floor_of(at.size));
             return;
         }
         file(at, last_use);
@@ -227,13 +228,22 @@ class size_bins {
         if (++b.cached == 1) {
             marks_.mark(at.bin);
         }
-        bins_low_ = std::min(bins_low_, at.size);
+        for (size_t k = 0; k < hit_slots::COUNT; k++) { // a slot's floor rises to a size it holds
+            if (!slots_.empty(k) && at.size <= slots_.size(k) && at.size > slots_.floor(k)) {
+                slots_.set_floor(k, at.size);
+            }
+        }
         return b.cached - 1;
     }
-    // bins_low_ after the bins' cached buffers changed other than by file()
-    void relow() {
-        const size_t i = next_marked(0);
-        bins_low_      = i < bins_.size() ? sizes_[i] : SIZE_MAX;
+    // the largest size the bins cache at or below `size` (0: none)
+    size_t floor_of(size_t size);
+    // the bin of `size` caches none any more: a slot whose floor it was finds its next
+    void   lower_floors(size_t size) {
+          for (size_t k = 0; k < hit_slots::COUNT; k++) {
+              if (!slots_.empty(k) && slots_.floor(k) == size) {
+                  slots_.set_floor(k, floor_of(slots_.size(k)));
+            }
+        }
     }
 
     // the buffers a bin keeps on its own line: ggml asks for one or two of a size
@@ -269,8 +279,7 @@ class size_bins {
     // none), which says whether a cached slot is the best fit without a search, and the count.
     // Nothing after hint_ is read on a pair the slots serve
     hit_slots        slots_;
-    size_t           bins_low_ = SIZE_MAX;
-    uint32_t         count_    = 0; // at most the pool's bound on cached buffers, and a few more
+    uint32_t         count_ = 0; // at most the pool's bound on cached buffers, and a few more
     // The search's fields, on the next line: a take reads the sizes' data and the marks' first
     // word through it, a free outside the slots its first guess, the bin take() took from last and
     // its size (0: none), which saves it the search
