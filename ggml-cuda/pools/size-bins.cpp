@@ -80,7 +80,7 @@ bool size_bins::remove(const void * ptr, size_t size) {
     count_--;
     if (!erase_if_empty(it) && it->cached == 0) {
         marks_.unmark(size_t(it - bins_.begin()));
-        lower_floors(size);
+        lower_floors(size_t(it - bins_.begin()));
     }
     return true;
 }
@@ -106,7 +106,7 @@ bool size_bins::take_searched(size_t want, size_t k, buffer * out) {
     count_--;
     if (b.cached == 0) {
         marks_.unmark(i);
-        lower_floors(sizes_[i]);
+        lower_floors(i);
     }
     return true;
 }
@@ -178,11 +178,6 @@ bool size_bins::erase_if_empty(std::vector<bin>::iterator it) {
 void size_bins::remark() {
     marks_.rebuild(bins_.size(), [&](size_t i) { return bins_[i].cached != 0; });
     hint_size_ = 0;
-}
-
-size_t size_bins::floor_of(size_t size) {
-    const size_t i = marks_.prev(size_t(lower(size + 1) - bins_.begin()));
-    return i != NONE ? sizes_[i] : 0;
 }
 
 } // namespace gcp

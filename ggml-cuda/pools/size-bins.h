@@ -137,7 +137,7 @@ class size_bins {
         }
         count_++;
         if (k != NONE) {
-            slots_.fill(k, ptr, at.size, last_use, floor_of(at.size));
+            slots_.fill(k, ptr, at.size, last_use, floor_below(at.bin + 1));
             return;
         }
         file(at, last_use);
@@ -196,9 +196,10 @@ class size_bins {
     static constexpr uint64_t GROWING     = 0;
     static constexpr uint64_t NOT_GROWING = 1;
 
-    // a slot none has used for STALE_TICKS (alloc and free calls; a layer of a 1B model makes
-    // about 16) gives its place to a buffer freed to the bins
-    static constexpr uint64_t STALE_TICKS = 64;
+    // a slot none has used for STALE_TICKS (alloc and free calls: half a step of an 8B model's
+    // graph, 32 layers of about 8 pairs) gives its place to a buffer freed to the bins; fewer
+    // would let a random mix of sizes trade the slots' buffers back and forth, each time a search
+    static constexpr uint64_t STALE_TICKS = 256;
 
     void take_slot(size_t k, buffer * out) {
         *out = { slots_.ptr(k), slots_.size(k), slots_.stamp(k) };
@@ -235,13 +236,16 @@ class size_bins {
         }
         return b.cached - 1;
     }
-    // the largest size the bins cache at or below `size` (0: none)
-    size_t floor_of(size_t size);
-    // the bin of `size` caches none any more: a slot whose floor it was finds its next
-    void   lower_floors(size_t size) {
-          for (size_t k = 0; k < hit_slots::COUNT; k++) {
-              if (!slots_.empty(k) && slots_.floor(k) == size) {
-                  slots_.set_floor(k, floor_of(slots_.size(k)));
+    // the largest size the bins cache below bin i (0: none)
+    size_t floor_below(size_t i) const {
+        const size_t j = marks_.prev(i);
+        return j != NONE ? sizes_[j] : 0;
+    }
+    // bin i caches none any more: a slot whose floor it was takes the next cached size below it
+    void lower_floors(size_t i) {
+        for (size_t k = 0; k < hit_slots::COUNT; k++) {
+            if (!slots_.empty(k) && slots_.floor(k) == sizes_[i]) {
+                slots_.set_floor(k, floor_below(i));
             }
         }
     }
