@@ -140,6 +140,13 @@ void size_bins::list_slot(size_t k) {
     }
 }
 
+void size_bins::drop_slot(const void * ptr) {
+    const size_t k = slots_.of(ptr);
+    if (k != NONE) {
+        slots_.clear(k);
+    }
+}
+
 std::vector<size_bins::bin>::iterator size_bins::lower(size_t size) {
     size_t n = bins_.size(); // sizes_'s, from the line the hit path reads anyway
     if (n == 0) {

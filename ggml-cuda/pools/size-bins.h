@@ -215,12 +215,8 @@ class size_bins {
     // (an entry cached after it came back stays the newer), or out there as its slot had it
     void          list_slot(size_t k);
     // the slot that holds ptr, if any, empties; ptr's entry in its bin stays as it is
-    void          drop_slot(const void * ptr) {
-                 const size_t k = slots_.of(ptr);
-                 if (k != NONE) {
-                     slots_.clear(k);
-        }
-    }
+    void          drop_slot(const void * ptr);
+
     // an out entry becomes its bin's newest cached, stamped last_use; its index
     size_t file(out_ref at, uint64_t last_use) {
         bin & b = bins_[at.bin];
@@ -278,10 +274,8 @@ class size_bins {
     // the first bin at or after i that holds a cached buffer (bins_.size() when none)
     size_t next_marked(size_t i) const { return marks_.next(i, bins_.size()); }
 
-    // The hit path's fields, on one line with the legacy pool's clock: the slots, with their sizes
-    // apart (a buffer of 4 GiB or more takes no slot), the smallest size the bins cache (SIZE_MAX:
-    // none), which says whether a cached slot is the best fit without a search, and the count.
-    // Nothing after hint_ is read on a pair the slots serve
+    // The hit path's fields, on one line with the legacy pool's clock: the slots (their sizes,
+    // stamps and floors) and the count. Nothing after hint_ is read on a pair the slots serve
     hit_slots        slots_;
     uint32_t         count_ = 0; // at most the pool's bound on cached buffers, and a few more
     // The search's fields, on the next line: a take reads the sizes' data and the marks' first
