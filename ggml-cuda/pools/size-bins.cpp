@@ -78,10 +78,11 @@ bool size_bins::remove(const void * ptr, size_t size) {
     it->entries.erase(size_t(e - it->entries.begin())); // keeps the order of the rest: the newest cached stays last
     it->cached--;
     count_--;
-    if (!erase_if_empty(it) && it->cached == 0) {
+    if (it->cached == 0) { // before the bin may go: a slot's floor may name its size
         marks_.unmark(size_t(it - bins_.begin()));
         lower_floors(size_t(it - bins_.begin()));
     }
+    erase_if_empty(it);
     return true;
 }
 
