@@ -95,6 +95,13 @@ class hit_slots {
         floor_[k] = uint32_t(floor);
     }
     void clear(size_t k) { fill(k, nullptr, 0, EMPTY_STAMP, 0); }
+    // the slot that holds ptr, if any, empties (the bins keep ptr's entry as it is)
+    void drop(const void * ptr) {
+        const size_t k = of(ptr);
+        if (k != NONE) {
+            clear(k);
+        }
+    }
 
   private:
     // not 0, so that no free matches an empty slot (put)

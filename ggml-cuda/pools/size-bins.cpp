@@ -35,7 +35,7 @@ void size_bins::unreserve(size_t size) {
 }
 
 void size_bins::hold_for_growth(const buffer & b) {
-    drop_slot(b.ptr);
+    slots_.drop(b.ptr);
     const out_ref at                         = find_out(b.ptr, b.size);
     bins_[at.bin].entries[at.entry].last_use = GROWING;
 }
@@ -139,13 +139,6 @@ void size_bins::list_slot(size_t k) {
     size_t        j  = file(at, stamp);
     for (; j > 0 && b.entries[j - 1].last_use > stamp; j--) {
         std::swap(b.entries[j - 1], b.entries[j]);
-    }
-}
-
-void size_bins::drop_slot(const void * ptr) {
-    const size_t k = slots_.of(ptr);
-    if (k != NONE) {
-        slots_.clear(k);
     }
 }
 

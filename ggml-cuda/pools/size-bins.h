@@ -145,7 +145,7 @@ class size_bins {
 
     // an out buffer goes to the driver instead of the cache
     void forget(out_ref at) {
-        drop_slot(bins_[at.bin].entries[at.entry].ptr);
+        slots_.drop(bins_[at.bin].entries[at.entry].ptr);
         auto it = bins_.begin() + std::ptrdiff_t(at.bin);
         std::swap(it->entries[at.entry], it->entries.back());
         it->entries.pop_back();
@@ -214,8 +214,6 @@ class size_bins {
     // slot k's buffer is its bin's alone from now on: cached there in the order of its stamp
     // (an entry cached after it came back stays the newer), or out there as its slot had it
     void          list_slot(size_t k);
-    // the slot that holds ptr, if any, empties; ptr's entry in its bin stays as it is
-    void          drop_slot(const void * ptr);
 
     // an out entry becomes its bin's newest cached, stamped last_use; its index
     size_t file(out_ref at, uint64_t last_use) {
