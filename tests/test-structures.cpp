@@ -266,6 +266,40 @@ TEST(SizeBins, OfOneSizeTheNewestComesFirstWhereverItWaits) {
     EXPECT_FALSE(bins.take(SIZE, &b));
 }
 
+TEST(SizeBins, ABufferTheBinsServeTimeAfterTimeTakesASlotFromTwoFreshOnes) {
+    // 1 and 2, large, take the slots, fresh; 3, small, waits in its bin. Small requests are the
+    // bins' (3 is their best fit) until they have served a run of them: then 3's free takes the
+    // older slot's place, and the next small request is a slot's, its free back on the hit line
+    constexpr size_t       LARGE = 1 << 20, LARGER = 2 << 20, SMALL = 8192;
+    gcp::size_bins         bins;
+    gcp::size_bins::buffer b{};
+    uint64_t               clock = 1;
+    put_back_at(bins, LARGE, { { 1, clock++ } });
+    put_back_at(bins, LARGER, { { 2, clock++ } });
+    put_back_at(bins, SMALL, { { 3, clock++ } });
+    // a take and its free; whether the free came back to a slot
+    auto pair = [&](size_t want) {
+        EXPECT_TRUE(bins.take(want, &b));
+        if (bins.put_slotted(b.ptr, b.size, ++clock)) {
+            return true;
+        }
+        bins.put(bins.find_out(b.ptr, b.size), clock);
+        return false;
+    };
+    EXPECT_TRUE(pair(LARGE - 100));
+    EXPECT_TRUE(pair(LARGER - 100));
+    int pairs = 1;
+    while (!pair(SMALL - 100) && pairs < 64) { // 128 ticks: no slot goes stale
+        pairs++;
+    }
+    EXPECT_GT(pairs, 1) << "one take the bins serve leaves the slots as they are";
+    EXPECT_LT(pairs, 64) << "the bins served every small request";
+    EXPECT_EQ(b.ptr, fake_ptr(3));
+    ASSERT_TRUE(bins.take(LARGE - 100, &b));
+    EXPECT_EQ(b.ptr, fake_ptr(1)) << "the buffer that left its slot is in its bin, still the best fit";
+    EXPECT_EQ(bins.count(), 2u);
+}
+
 TEST(SizeBins, ABufferBackInItsSlotIsCachedNotOut) {
     gcp::size_bins         bins;
     gcp::size_bins::buffer b{};

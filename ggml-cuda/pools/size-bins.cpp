@@ -103,8 +103,9 @@ bool size_bins::take_searched(size_t want, size_t k, buffer * out) {
     }
     const entry & e = b.entries[--b.cached]; // the newest cached becomes the first out
     *out            = { e.ptr, sizes_[i], e.last_use };
-    hint_           = uint32_t(i);
-    hint_size_      = sizes_[i];
+    hint_           = uint16_t(i);
+    hint_size_      = i <= UINT16_MAX ? sizes_[i] : 0;
+    bins_run_       = std::min<uint16_t>(bins_run_ + 1, BINS_RUN);
     count_--;
     if (b.cached == 0) {
         marks_.unmark(i);
@@ -119,9 +120,10 @@ size_t size_bins::free_slot(uint64_t last_use) {
         return empty;
     }
     const size_t oldest = slots_.oldest();
-    if (oldest == NONE || slots_.stamp(oldest) + STALE_TICKS >= last_use) {
+    if (oldest == NONE || (slots_.stamp(oldest) + STALE_TICKS >= last_use && bins_run_ < BINS_RUN)) {
         return NONE;
     }
+    bins_run_ = 0;
     list_slot(oldest);
     return oldest;
 }
