@@ -13,7 +13,8 @@
 #           case named with its free MiB, spike-h64):
 #           .jsonl the client's records and summary, .log the server's, .stats its pools' lines,
 #           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops. SERVE_ROUND=R
-#           puts a round's files in $RESULTS/serve-rR/ instead, where the pairs table reads rounds.
+#           puts a round's files in $RESULTS/serve-rR/ instead, where the pairs table reads rounds, and
+#           starts the configurations' order at the R-th (as the pairs rounds rotate it).
 #           The window case runs for SERVE_WINDOW_CONFIGS (the module's configurations of
 #           SERVE_CONFIGS), SERVE_WINDOW_CONFIGS_AT_ONCE (1) side by side, each its own server and
 #           port (their outcome does not depend on time; their speed is not compared)
@@ -99,8 +100,9 @@ step_serve() {
         serve_windows_at_once
     fi
     for k in $cases; do
-        # no fault driver under ggml's pools: the window is the module's
-        for c in $([ "$k" = window ] && echo $SERVE_WINDOW_CONFIGS || echo $SERVE_CONFIGS); do
+        # no fault driver under ggml's pools: the window is the module's. A round's order rotates
+        # with its number, as the pairs rounds' does, so that no configuration always goes first
+        for c in $([ "$k" = window ] && echo $SERVE_WINDOW_CONFIGS || CONFIGS=$SERVE_CONFIGS round_order "${SERVE_ROUND:-1}"); do
             serve_done "$c" "$k" && continue
             past_deadline "serve $c $k" && return 0
             serve_run "$c" "$k" "$SERVE_PORT"
