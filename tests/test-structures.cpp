@@ -266,17 +266,19 @@ TEST(SizeBins, OfOneSizeTheNewestComesFirstWhereverItWaits) {
     EXPECT_FALSE(bins.take(SIZE, &b));
 }
 
-TEST(SizeBins, ABufferTheBinsServeTimeAfterTimeTakesASlotFromTwoFreshOnes) {
-    // 1 and 2, large, take the slots, fresh; 3, small, waits in its bin. Small requests are the
-    // bins' (3 is their best fit) until they have served a run of them: then 3's free takes the
-    // older slot's place, and the next small request is a slot's, its free back on the hit line
-    constexpr size_t       LARGE = 1 << 20, LARGER = 2 << 20, SMALL = 8192;
+TEST(SizeBins, ABufferOneBinServesTimeAfterTimeTakesASlotFromTwoFreshOnes) {
+    // 1 and 2, large, take the slots, fresh; 3 and 4, small, wait in their bins. Small requests
+    // are the bins' (3 or 4 is their best fit): two sizes by turns leave the slots as they are;
+    // one size over and over, after a run, gives 3 the older slot's place, and the next request
+    // of its size is a slot's, its free back on the hit line
+    constexpr size_t       LARGE = 1 << 20, LARGER = 2 << 20, SMALL = 8192, OTHER = 16384;
     gcp::size_bins         bins;
     gcp::size_bins::buffer b{};
     uint64_t               clock = 1;
     put_back_at(bins, LARGE, { { 1, clock++ } });
     put_back_at(bins, LARGER, { { 2, clock++ } });
     put_back_at(bins, SMALL, { { 3, clock++ } });
+    put_back_at(bins, OTHER, { { 4, clock++ } });
     // a take and its free; whether the free came back to a slot
     auto pair = [&](size_t want) {
         EXPECT_TRUE(bins.take(want, &b));
@@ -288,8 +290,13 @@ TEST(SizeBins, ABufferTheBinsServeTimeAfterTimeTakesASlotFromTwoFreshOnes) {
     };
     EXPECT_TRUE(pair(LARGE - 100));
     EXPECT_TRUE(pair(LARGER - 100));
+    for (int i = 0; i < 32; i++) { // a tick a pair here: no slot goes stale in this test
+        EXPECT_FALSE(pair(i % 2 == 0 ? SMALL - 100 : OTHER - 100)) << "a mix keeps the slots' buffers";
+    }
+    EXPECT_TRUE(pair(LARGE - 100));
+    EXPECT_TRUE(pair(LARGER - 100));
     int pairs = 1;
-    while (!pair(SMALL - 100) && pairs < 64) { // 128 ticks: no slot goes stale
+    while (!pair(SMALL - 100) && pairs < 64) {
         pairs++;
     }
     EXPECT_GT(pairs, 1) << "one take the bins serve leaves the slots as they are";
@@ -297,7 +304,7 @@ TEST(SizeBins, ABufferTheBinsServeTimeAfterTimeTakesASlotFromTwoFreshOnes) {
     EXPECT_EQ(b.ptr, fake_ptr(3));
     ASSERT_TRUE(bins.take(LARGE - 100, &b));
     EXPECT_EQ(b.ptr, fake_ptr(1)) << "the buffer that left its slot is in its bin, still the best fit";
-    EXPECT_EQ(bins.count(), 2u);
+    EXPECT_EQ(bins.count(), 3u);
 }
 
 TEST(SizeBins, ABufferBackInItsSlotIsCachedNotOut) {

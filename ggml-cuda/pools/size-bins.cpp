@@ -103,9 +103,9 @@ bool size_bins::take_searched(size_t want, size_t k, buffer * out) {
     }
     const entry & e = b.entries[--b.cached]; // the newest cached becomes the first out
     *out            = { e.ptr, sizes_[i], e.last_use };
+    bins_run_       = hint_size_ == sizes_[i] ? std::min<uint16_t>(bins_run_ + 1, BINS_RUN) : 1; // from the hint's bin
     hint_           = uint16_t(i);
     hint_size_      = i <= UINT16_MAX ? sizes_[i] : 0;
-    bins_run_       = std::min<uint16_t>(bins_run_ + 1, BINS_RUN);
     count_--;
     if (b.cached == 0) {
         marks_.unmark(i);

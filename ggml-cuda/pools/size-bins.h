@@ -25,7 +25,7 @@
 // cached slot that holds the request without a search where the request is above the slot's
 // floor (no bin caches a buffer between the two), otherwise after the search, which weighs the
 // bins' best fit against the slot's (a tie: the newest). A buffer freed to the bins takes an
-// empty slot, or the oldest one where no request has used it for STALE_TICKS or the bins have
+// empty slot, or the oldest one where no request has used it for STALE_TICKS or one bin has
 // served the last BINS_RUN takes (the bins list the buffer it held, by its stamp), so that the
 // slots follow the sizes in use without two hot buffers taking each other's place.
 
@@ -200,10 +200,11 @@ class size_bins {
     // graph, 32 layers of about 8 pairs) gives its place to a buffer freed to the bins; fewer
     // would let a random mix of sizes trade the slots' buffers back and forth, each time a search
     static constexpr uint64_t STALE_TICKS = 256;
-    // takes the bins served in a row, none by a slot, after which a buffer freed to the bins takes
-    // the oldest slot's place: a server's step converts K and V into two large buffers once a
-    // layer, which keep the slots fresh, while its small requests, several a layer, all search
-    static constexpr uint16_t BINS_RUN = 8;
+    // takes one bin served in a row, none by a slot, after which a buffer freed to the bins takes
+    // the oldest slot's place: a server's step nests three requests a layer, which keeps both
+    // slots fresh, while its small requests, several a layer of one or two sizes, all search.
+    // One bin's: a random mix of sizes seldom asks one bin three times running
+    static constexpr uint16_t BINS_RUN = 3;
 
     void take_slot(size_t k, buffer * out) {
         *out = { slots_.ptr(k), slots_.size(k), slots_.stamp(k) };
@@ -214,7 +215,7 @@ class size_bins {
     // take() past the slots: the bins' best fit, or slot k's where it fits better (NONE: none fits)
     GCP_COLD bool take_searched(size_t want, size_t k, buffer * out);
     // a slot for a buffer coming back at last_use: an empty one, else the oldest cached one where
-    // its buffer is stale or the bins served the last BINS_RUN takes; that buffer goes to its bin
+    // its buffer is stale or one bin served the last BINS_RUN takes; that buffer goes to its bin
     // (NONE: none)
     size_t        free_slot(uint64_t last_use);
     // slot k's buffer is its bin's alone from now on: cached there in the order of its stamp
@@ -283,7 +284,7 @@ class size_bins {
     // a pair the slots serve
     hit_slots        slots_;
     uint32_t         count_    = 0; // at most the pool's bound on cached buffers, and a few more
-    uint16_t         bins_run_ = 0; // takes the bins served since a slot served one, up to BINS_RUN
+    uint16_t         bins_run_ = 0; // takes the hint's bin served in a row, none a slot's, up to BINS_RUN
     // The search's fields, from here to the next line: a take reads the sizes' data and the marks'
     // first word through them, a free outside the slots its first guess, the bin take() took from
     // last and its size (0: none; a bin past UINT16_MAX is no guess), which saves it the search
