@@ -307,6 +307,32 @@ TEST(SizeBins, ABufferOneBinServesTimeAfterTimeTakesASlotFromTwoFreshOnes) {
     EXPECT_EQ(bins.count(), 3u);
 }
 
+TEST(SizeBins, AnOutgrownBufferTakesNoFreshSlotAfterARun) {
+    // 1 and 2 in the slots, fresh; 3 in its bin; 5 out. Three takes from 3's bin make a run; 5
+    // then comes back stamped below the slots (as note_growth stamps an outgrown buffer, to go
+    // first) and waits in its bin: a run's place is for a buffer newer than the slot's
+    constexpr size_t       LARGE = 1 << 20, LARGER = 2 << 20, SMALL = 8192, MID = 65536;
+    gcp::size_bins         bins;
+    gcp::size_bins::buffer b{};
+    put_back_at(bins, LARGE, { { 1, 10 } });
+    put_back_at(bins, LARGER, { { 2, 11 } });
+    put_back_at(bins, SMALL, { { 3, 12 } });
+    bins.reserve(MID);
+    bins.lend(fake_ptr(5), MID);
+    uint64_t clock = 20;
+    for (int i = 0; i < 3; i++) {
+        ASSERT_TRUE(bins.take(SMALL - 100, &b));
+        ASSERT_EQ(b.ptr, fake_ptr(3));
+        if (i < 2) {
+            bins.put(bins.find_out(b.ptr, b.size), ++clock);
+        }
+    }
+    bins.put(bins.find_out(fake_ptr(5), MID), 1);
+    ASSERT_TRUE(bins.take(MID - 100, &b));
+    EXPECT_EQ(b.ptr, fake_ptr(5));
+    EXPECT_FALSE(bins.put_slotted(fake_ptr(5), MID, ++clock)) << "it waited in its bin, not in a slot";
+}
+
 TEST(SizeBins, ABufferBackInItsSlotIsCachedNotOut) {
     gcp::size_bins         bins;
     gcp::size_bins::buffer b{};

@@ -120,7 +120,13 @@ size_t size_bins::free_slot(uint64_t last_use) {
         return empty;
     }
     const size_t oldest = slots_.oldest();
-    if (oldest == NONE || (slots_.stamp(oldest) + STALE_TICKS >= last_use && bins_run_ < BINS_RUN)) {
+    if (oldest == NONE) {
+        return NONE;
+    }
+    // a run gives the place to a buffer newer than the slot's, never to an outgrown one, whose low
+    // stamp asks to go first
+    const bool run = bins_run_ >= BINS_RUN && last_use > slots_.stamp(oldest);
+    if (slots_.stamp(oldest) + STALE_TICKS >= last_use && !run) {
         return NONE;
     }
     bins_run_ = 0;
@@ -182,6 +188,7 @@ bool size_bins::erase_if_empty(std::vector<bin>::iterator it) {
 void size_bins::remark() {
     marks_.rebuild(bins_.size(), [&](size_t i) { return bins_[i].cached != 0; });
     hint_size_ = 0;
+    bins_run_  = 0; // a miss or a release breaks the run
 }
 
 } // namespace gcp

@@ -25,9 +25,10 @@
 // cached slot that holds the request without a search where the request is above the slot's
 // floor (no bin caches a buffer between the two), otherwise after the search, which weighs the
 // bins' best fit against the slot's (a tie: the newest). A buffer freed to the bins takes an
-// empty slot, or the oldest one where no request has used it for STALE_TICKS or one bin has
-// served the last BINS_RUN takes (the bins list the buffer it held, by its stamp), so that the
-// slots follow the sizes in use without two hot buffers taking each other's place.
+// empty slot, or the oldest one where no request has used it for STALE_TICKS or, for a buffer
+// newer than it, one bin has served the last BINS_RUN takes (the bins list the buffer it held, by
+// its stamp), so that the slots follow the sizes in use without two hot buffers taking each
+// other's place.
 
 #include "../support/common.h"
 #include "bin-marks.h"
@@ -215,8 +216,8 @@ class size_bins {
     // take() past the slots: the bins' best fit, or slot k's where it fits better (NONE: none fits)
     GCP_COLD bool take_searched(size_t want, size_t k, buffer * out);
     // a slot for a buffer coming back at last_use: an empty one, else the oldest cached one where
-    // its buffer is stale or one bin served the last BINS_RUN takes; that buffer goes to its bin
-    // (NONE: none)
+    // its buffer is stale or, last_use being newer, one bin served the last BINS_RUN takes; that
+    // buffer goes to its bin (NONE: none)
     size_t        free_slot(uint64_t last_use);
     // slot k's buffer is its bin's alone from now on: cached there in the order of its stamp
     // (an entry cached after it came back stays the newer), or out there as its slot had it
@@ -282,15 +283,15 @@ class size_bins {
     // The hit path's fields, on one line with the legacy pool's clock: the slots (their sizes,
     // stamps and floors), the count and the bins' run of takes. Nothing after bins_run_ is read on
     // a pair the slots serve
-    hit_slots        slots_;
-    uint32_t         count_    = 0; // at most the pool's bound on cached buffers, and a few more
-    uint16_t         bins_run_ = 0; // takes the hint's bin served in a row, none a slot's, up to BINS_RUN
+    hit_slots slots_;
+    uint32_t  count_    = 0; // at most the pool's bound on cached buffers, and a few more
+    uint16_t  bins_run_ = 0; // takes the hint's bin served in a row (no slot's, no bin come or gone), up to BINS_RUN
     // The search's fields, from here to the next line: a take reads the sizes' data and the marks'
     // first word through them, a free outside the slots its first guess, the bin take() took from
     // last and its size (0: none; a bin past UINT16_MAX is no guess), which saves it the search
-    uint16_t         hint_      = 0;
-    size_t           hint_size_ = 0;
-    std::vector<bin> bins_;                                     // ascending sizes
+    uint16_t  hint_      = 0;
+    size_t    hint_size_ = 0;
+    std::vector<bin>                                    bins_;  // ascending sizes
     std::vector<size_t, line_aligned_allocator<size_t>> sizes_; // bins_[i]'s buffer size, dense for the search
     bin_marks                                           marks_; // its first word ends the line
 };
