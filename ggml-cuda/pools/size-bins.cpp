@@ -41,16 +41,11 @@ void size_bins::hold_for_growth(const buffer & b) {
 }
 
 bool size_bins::first_out(void ** ptr, size_t * size) const {
-    for (size_t i = 0; i < bins_.size(); i++) {
-        for (size_t j = bins_[i].cached; j < bins_[i].entries.size(); j++) {
-            if (slots_.held_of(bins_[i].entries[j].ptr) == NONE) {
-                *ptr  = bins_[i].entries[j].ptr;
-                *size = sizes_[i];
-                return true;
-            }
-        }
-    }
-    return false;
+    return any_out([&](void * p, size_t s) {
+        *ptr  = p;
+        *size = s;
+        return true;
+    });
 }
 
 size_t size_bins::size_out(const void * ptr) const {

@@ -180,13 +180,22 @@ class size_bins {
     }
     // every out buffer, f(ptr, size); f must not change the bins
     template <typename F> void for_each_out(F && f) const {
+        any_out([&](void * ptr, size_t size) {
+            f(ptr, size);
+            return false;
+        });
+    }
+    // whether f(ptr, size) is true for an out buffer, asked of each in turn until it is; f must
+    // not change the bins
+    template <typename F> bool any_out(F && f) const {
         for (size_t i = 0; i < bins_.size(); i++) {
             for (size_t j = bins_[i].cached; j < bins_[i].entries.size(); j++) {
-                if (slots_.held_of(bins_[i].entries[j].ptr) == NONE) {
-                    f(bins_[i].entries[j].ptr, sizes_[i]);
+                if (slots_.held_of(bins_[i].entries[j].ptr) == NONE && f(bins_[i].entries[j].ptr, sizes_[i])) {
+                    return true;
                 }
             }
         }
+        return false;
     }
 
   private:
