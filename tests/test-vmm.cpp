@@ -3,6 +3,8 @@
 
 #include "harness.h"
 
+#include <vector>
+
 using namespace harness;
 
 namespace {
@@ -103,6 +105,41 @@ TEST_F(Vmm, OutOfOrderFreeLeavesAHoleThatIsReusedAndTheTopUnwinds) {
     release(pool_, e);
     release(pool_, a);
     EXPECT_EQ(stats_of(pool_).live_bytes, 0u);
+}
+
+// a hit pushes on the top as far as the mapped memory reaches, while the block list's room runs
+// out and is made again under it; a hole below the top stops the hits until it is gone, and the
+// top unwinds through it
+TEST_F(Vmm, ADeepNestIsServedFromTheMappedMemoryAsTheListGrowsAndUnwindsThroughAHole) {
+    open(256 * MiB, 64 * MiB);
+    constexpr size_t DEPTH = 200, SIZE = 4096; // 800 KiB: one granule
+    std::vector<buf> nest;
+    for (size_t i = 0; i < DEPTH; i++) {
+        nest.push_back(alloc(pool_, SIZE));
+        if (i > 0) {
+            ASSERT_EQ(static_cast<char *>(nest[i].ptr), static_cast<char *>(nest[i - 1].ptr) + SIZE) << i;
+        }
+    }
+    ggml_cpool_stats s = stats_of(pool_);
+    EXPECT_EQ(s.driver_allocs, 1u) << "one granule serves the nest";
+    EXPECT_EQ(s.allocs, DEPTH);
+    EXPECT_EQ(s.hits, DEPTH - 1) << "every request after the first is a hit, however often the list grew";
+    release(pool_, nest[DEPTH / 2]); // a hole below the top
+    buf in_hole = alloc(pool_, SIZE);
+    EXPECT_EQ(in_hole.ptr, nest[DEPTH / 2].ptr) << "the hole serves before the top";
+    release(pool_, in_hole);
+    for (size_t i = DEPTH; i-- > 0;) {
+        if (i != DEPTH / 2) {
+            release(pool_, nest[i]);
+        }
+    }
+    s = stats_of(pool_);
+    EXPECT_EQ(s.live_bytes, 0u);
+    EXPECT_EQ(s.allocs, DEPTH + 1);
+    EXPECT_EQ(s.hits, DEPTH);
+    buf again = alloc(pool_, SIZE);
+    EXPECT_EQ(again.ptr, nest[0].ptr) << "the top unwound through the hole to the range's start";
+    release(pool_, again);
 }
 
 // the block list is the pool's record of live buffers: a free must name a live block's start

@@ -9,7 +9,7 @@
 namespace gcp {
 
 pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct) :
-    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream, hit_path_of<pool_async>()),
+    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream, hit_path::async),
     owner_(std::move(drv)),
     headroom_pct_(headroom_pct) {
     warm_record::instance().acquire(owner_, device_);
@@ -42,7 +42,7 @@ bool pool_async::observe(size_t pending) {
     // reuse or about to hand out: never report less, even when the read failed (live + cached ==
     // reserved); the capture cache's buffers come on top
     const size_t capture_out = capture_bytes_ - capture_cached_bytes();
-    const size_t device_live = counts_.live_bytes - std::min(counts_.live_bytes, capture_out);
+    const size_t device_live = hit_.counts.live_bytes - std::min(hit_.counts.live_bytes, capture_out);
     const size_t held_back   = deferred_bytes() + reuse_.bytes();
     reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
     bool grew                = reserved > stats_.reserved_bytes;
@@ -56,7 +56,7 @@ bool pool_async::observe(size_t pending) {
 
 size_t pool_async::cached_bytes() const {
     // reserved is the device pool's, so it holds at least this context's live bytes
-    return stats_.reserved_bytes > counts_.live_bytes ? stats_.reserved_bytes - counts_.live_bytes : 0;
+    return stats_.reserved_bytes > hit_.counts.live_bytes ? stats_.reserved_bytes - hit_.counts.live_bytes : 0;
 }
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
@@ -72,7 +72,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
         *actual = capture_cache_[best].size;
         capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(best));
         capture_out_.push_back(*ptr);
-        counts_.hits++;
+        hit_.counts.hits++;
         return OK;
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
@@ -202,7 +202,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
-        counts_.hits++;
+        hit_.counts.hits++;
         return OK;
     }
     if (!reuse_.empty() && would_grow(bytes)) {
@@ -228,7 +228,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         stats_.misses++;
         keep_within_headroom(bytes); // it grew where the unused memory looked enough: fragmented
     } else {
-        counts_.hits++;
+        hit_.counts.hits++;
     }
     *actual = bytes;
     return OK;
@@ -338,5 +338,7 @@ status pool_async::trim() {
     observe();
     return st;
 }
+
+GCP_HIT_PATH_OF(pool_async);
 
 } // namespace gcp

@@ -32,7 +32,7 @@ class pool_async final : public pool {
     // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::table;
 
-    friend class pool; // calls the hit path (hit_path_of)
+    friend class pool; // calls the hit path (hit-path.h)
     GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
     GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     // every buffer handed out may be held back (pinned, capturing, or the driver refused it), and
@@ -41,7 +41,7 @@ class pool_async final : public pool {
     void                room_for_frees(size_t buffers);
     size_t              cached_bytes() const override;
     size_t              held_bytes() const override {
-        return counts_.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
+        return hit_.counts.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
     }
     size_t deferred_bytes() const { return bytes_of(deferred_); }
     size_t capture_cached_bytes() const { return bytes_of(capture_cache_); }

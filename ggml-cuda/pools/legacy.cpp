@@ -6,7 +6,7 @@
 namespace gcp {
 
 pool_legacy::pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
-    pool(drv, device, kind, stream, hit_path_of<pool_legacy>()),
+    pool(drv, device, kind, stream, hit_path::legacy),
     opt_(opt) {}
 
 pool_legacy::~pool_legacy() {
@@ -46,6 +46,17 @@ bool pool_legacy::take_reserved(size_t size, bool growing, size_bins::buffer * h
     return true;
 }
 
+bool pool_legacy::serve_hit(size_t size, void ** ptr, size_t * actual) {
+    size_bins::buffer hit{};
+    if (!bins_.take_slotted(size, &hit)) {
+        return false;
+    }
+    clock_++;
+    *ptr    = hit.ptr;
+    *actual = hit.size;
+    return true;
+}
+
 status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     clock_++;
     size_bins::buffer hit{};
@@ -53,7 +64,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (r.growing() ? take_growing(r, &hit) : bins_.take(r.size, &hit)) {
         *ptr    = hit.ptr;
         *actual = hit.size;
-        counts_.hits++;
+        hit_.counts.hits++;
         return OK;
     }
     return miss(r, ptr, actual);
@@ -97,7 +108,7 @@ class pool_legacy::steps final : public recovery_steps {
         }
         p_.driver_failed(GGML_CPOOL_LOG_WARN,
                          "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                         to_mib(*bytes_), how_, to_mib(p_.counts_.live_bytes), TRANSIENT_RETRIES);
+                         to_mib(*bytes_), how_, to_mib(p_.hit_.counts.live_bytes), TRANSIENT_RETRIES);
     }
 
   private:
@@ -164,7 +175,7 @@ bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, siz
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
                   to_mib(bytes), to_mib(hit.size));
     stats_.misses--;
-    counts_.hits++;
+    hit_.counts.hits++;
     *ptr    = hit.ptr;
     *actual = hit.size;
     return true;
@@ -185,7 +196,7 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t peak  = std::max(counts_.peak_live_bytes, counts_.live_bytes + bytes);
+    const size_t peak  = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes + bytes);
     const size_t freed = release_oldest(excess, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
@@ -205,7 +216,7 @@ status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
     if (cached_count() == 0) {
         // nothing to give back: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(bytes), to_mib(counts_.live_bytes));
+                      to_mib(bytes), to_mib(hit_.counts.live_bytes));
         if (drv_.malloc(device_, bytes, ptr) == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded", name());
             return OK;
@@ -345,5 +356,7 @@ status pool_legacy::trim() {
     reserve_.for_each(check);
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
+
+GCP_HIT_PATH_OF(pool_legacy);
 
 } // namespace gcp

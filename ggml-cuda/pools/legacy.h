@@ -39,7 +39,10 @@ class pool_legacy final : public pool {
     // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::kind; // the bins
 
-    friend class pool; // calls the hit path (hit_path_of)
+    friend class pool; // calls the hit path (hit-path.h)
+    // a request that does not grow, served by a slot without a search; false, with nothing
+    // changed, where it needs more
+    GCP_HIT_PATH bool   serve_hit(size_t size, void ** ptr, size_t * actual);
     GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
     GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     size_t              cached_bytes() const override;

@@ -35,7 +35,7 @@ void pool::enroll() {
         next_->prev_ = this;
     }
     r.head = this;
-    observed_.store(r.on, std::memory_order_relaxed);
+    hit_.observed.store(r.on, std::memory_order_relaxed);
 }
 
 pool::~pool() {
@@ -52,7 +52,7 @@ void pool::observe_all(bool on) {
     std::lock_guard<std::mutex> lock(r.mutex);
     r.on = on;
     for (pool * p = r.head; p != nullptr; p = p->next_) {
-        p->observed_.store(on, std::memory_order_relaxed);
+        p->hit_.observed.store(on, std::memory_order_relaxed);
     }
 }
 
@@ -65,10 +65,10 @@ const char * pool::name() const {
 
 ggml_cpool_stats pool::stats() const {
     ggml_cpool_stats s = stats_;
-    s.live_bytes       = counts_.live_bytes;
-    s.peak_live_bytes  = counts_.peak_live_bytes;
-    s.allocs           = counts_.allocs;
-    s.hits             = counts_.hits;
+    s.live_bytes       = hit_.counts.live_bytes;
+    s.peak_live_bytes  = hit_.counts.peak_live_bytes;
+    s.allocs           = hit_.counts.hits + unhit_allocs_;
+    s.hits             = hit_.counts.hits;
     s.cached_bytes     = cached_bytes();
     return s;
 }
@@ -102,9 +102,9 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_b
     } catch (...) {
         // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
         give_back(*this, *ptr, *actual);
-        counts_.hits = hits;
-        *ptr         = nullptr;
-        *actual      = 0;
+        hit_.counts.hits = hits;
+        *ptr             = nullptr;
+        *actual          = 0;
         throw;
     }
 }
@@ -121,14 +121,14 @@ status pool::reject_free(const void * ptr, size_t actual, size_t recorded) const
 }
 
 void pool::pin_begin(uint64_t graph) {
-    pinning_ = graph;
-    flags_   = uint8_t(graph != 0 ? flags_ | PINNING : flags_ & ~PINNING);
+    pinning_   = graph;
+    hit_.flags = uint8_t(graph != 0 ? hit_.flags | PINNING : hit_.flags & ~PINNING);
 }
 
 void pool::declare_capture(int capturing) {
-    flags_ = uint8_t(flags_ & ~(DECLARED | DECLARED_CAPTURING));
+    hit_.flags = uint8_t(hit_.flags & ~(DECLARED | DECLARED_CAPTURING));
     if (capturing >= 0) {
-        flags_ = uint8_t(flags_ | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
+        hit_.flags = uint8_t(hit_.flags | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
     }
 }
 
@@ -243,7 +243,7 @@ void pool::release_live() {
         return;
     }
     GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live,
-                 to_mib(counts_.live_bytes));
+                 to_mib(hit_.counts.live_bytes));
     // one at a time, as the record names them: no copy, so no allocation in a destructor. A free
     // of what the record holds never fails; the bound keeps a kind's mistake from looping
     void * ptr  = nullptr;

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <new>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +27,11 @@
 #endif
 
 namespace gcp {
+
+// the kinds' classes, whose hit paths pool::alloc and pool::free call by name (hit-path.h)
+class pool_legacy;
+class pool_vmm;
+class pool_async;
 
 // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
 // GGML_CPOOL_HEADROOM_UNLIMITED, or a budget past SIZE_MAX, is SIZE_MAX (no bound)
@@ -54,26 +61,19 @@ class pool {
     // (hit-path.h) reads at compile time
     enum class live_record { table, kind };
 
-    // a kind's whole alloc and free, the common checks and counts with its do_alloc and do_free
-    // inlined (hit-path.h): one function a call, whose hot lines lie together, called through
-    // these pointers, which share the object's first line, not through the vtable, whose line a
-    // cold call would read too
-    struct hit_path {
-        status (*alloc)(pool &, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
-        status (*free)(pool &, void * ptr, size_t actual);
-    };
-    // Kind's alloc and free; defined in hit-path.h, which only the kind's own source includes
-    // (Kind befriends pool)
-    template <class Kind> static hit_path hit_path_of();
+    // whose alloc and free a pool's calls run: a kind's whole alloc and free, the common checks
+    // and counts with its do_alloc and do_free inlined (hit-path.h), one function a call whose hot
+    // lines lie together, called by name after a test of this byte on the hit line, where a call
+    // through the vtable or a function pointer would read another line
+    enum class hit_path : uint8_t { legacy, vmm, async };
 
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
     pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, hit_path path) :
-        path_(path),
-        flags_(0),
         device_(device),
         stream_(stream),
         drv_(drv),
         kind_(kind) {
+        hit_.path = path;
         enroll();
     }
     virtual ~pool();
@@ -83,17 +83,33 @@ class pool {
 
     // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
     status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0) {
-        return path_.alloc(*this, size, flags, ptr, actual, limit);
+        switch (hit_.path) {
+            case hit_path::vmm:
+                return alloc_as<pool_vmm>(*this, size, flags, ptr, actual, limit);
+            case hit_path::legacy:
+                return alloc_as<pool_legacy>(*this, size, flags, ptr, actual, limit);
+            default:
+                return alloc_as<pool_async>(*this, size, flags, ptr, actual, limit);
+        }
     }
     // actual must be the size alloc returned
-    status         free(void * ptr, size_t actual) { return path_.free(*this, ptr, actual); }
+    status free(void * ptr, size_t actual) {
+        switch (hit_.path) {
+            case hit_path::vmm:
+                return free_as<pool_vmm>(*this, ptr, actual);
+            case hit_path::legacy:
+                return free_as<pool_legacy>(*this, ptr, actual);
+            default:
+                return free_as<pool_async>(*this, ptr, actual);
+        }
+    }
     // return what is cached to the driver
     virtual status trim() = 0;
 
     // whether the C API times and traces this pool's calls (trace.h): a flag of its own, on the
     // line every call reads anyway, where a process-wide one would cost a line more. The tracer
     // sets every live pool's with observe_all, and a pool starts with the latest setting
-    bool        observed() const { return observed_.load(std::memory_order_relaxed); }
+    bool        observed() const { return hit_.observed.load(std::memory_order_relaxed); }
     static void observe_all(bool on);
 
     ggml_cpool_stats stats() const;
@@ -160,7 +176,7 @@ class pool {
     // the same, for a failure that the caller's own lines report or that changes nothing
     void driver_failed() { drv_.clear_error(); }
 
-    // Each kind's hit path (hit_path_of, hit-path.h): `status do_alloc(const request & r, void ** ptr, size_t *
+    // Each kind's hit path (hit-path.h): `status do_alloc(const request & r, void ** ptr, size_t *
     // actual)`, with r.size > 0 and <= MAX_REQUEST, and on OK *actual >= r.size; `size_t
     // do_free(void * ptr, size_t actual) noexcept`, which frees a live buffer and never allocates
     // host memory (a free that could fail would lose its buffer), and returns the size the live
@@ -207,29 +223,21 @@ class pool {
     // the stream is about to change: what is queued for the old one goes there first
     virtual void on_stream_change() {}
 
-  private:
-    // the hit path's fields first, with the vtable pointer in the object's first cache line:
-    // between two calls an engine's kernel launches evict the pool's lines, and each one a hit
-    // touches is a miss. The table follows with what a capture query names (stream, driver), for
-    // the kind that uses both on its hit path (async)
-    static constexpr uint8_t PINNING            = 1; // between pin_begin and pin_end
-    static constexpr uint8_t DECLARED           = 2; // the consumer declares its captures
-    static constexpr uint8_t DECLARED_CAPTURING = 4; // and the stream is capturing, it says
-    hit_path                 path_;
-    uint8_t                  flags_;
-    std::atomic<bool>        observed_{ false };
+    // the kind's own hit fields (kind_hit), on the hit line: a kind whose hit reads no more than
+    // these bytes reads that line alone (the VMM pool)
+    static constexpr size_t KIND_HIT_BYTES = 32;
+    // the kind's hit fields, a trivially destructible T that the kind's constructor makes there
+    template <class T> T &  make_kind_hit() {
+         static_assert(sizeof(T) <= KIND_HIT_BYTES && alignof(T) <= alignof(uint64_t), "the hit line holds it");
+         static_assert(std::is_trivially_destructible<T>::value, "the pool never destroys it");
+         return *new (hit_.kind) T{};
+    }
+    template <class T> T &       kind_hit() { return *std::launder(reinterpret_cast<T *>(hit_.kind)); }
+    template <class T> const T & kind_hit() const { return const_cast<pool *>(this)->kind_hit<T>(); }
 
-  protected:
-    int device_; // in the first line's padding
-
-    // what a hit changes in the statistics; stats() reports them with the rest
-    struct hit_counts {
-        size_t   live_bytes      = 0;
-        size_t   peak_live_bytes = 0;
-        uint64_t allocs          = 0;
-        uint64_t hits            = 0;
-    };
-    hit_counts counts_;
+    // after the vtable pointer, together: the table and what a capture query names (stream,
+    // driver), for the kind that uses them on its hit path (async)
+    int device_;
 
   private:
     live_set live_; // ptr -> actual size (live_record::table)
@@ -237,7 +245,7 @@ class pool {
   protected:
     stream_t         stream_ = nullptr;
     driver &         drv_;
-    ggml_cpool_stats stats_{}; // the rest of the statistics (its hit counts are counts_)
+    ggml_cpool_stats stats_{}; // the rest of the statistics (its hit counts are hit_.counts)
     ggml_cpool_kind  kind_;
 
   private:
@@ -245,9 +253,17 @@ class pool {
     status retry_transient(recovery_steps & steps);
     void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
 
-    // the whole of a kind's alloc and free (hit_path_of)
+    // the whole of a kind's alloc and free (hit_path): alloc_as serves the usual call and passes
+    // every other to alloc_whole. Instantiated in the kind's own source
     template <class Kind>
     static status alloc_as(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
+    template <class Kind>
+    static status alloc_whole(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
+    // a buffer of `actual` bytes was handed out
+    void          count_alloc(size_t actual) {
+                 hit_.counts.live_bytes += actual;
+                 hit_.counts.peak_live_bytes = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes);
+    }
     template <class Kind> static status free_as(pool & p, void * ptr, size_t actual);
 
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
@@ -273,10 +289,44 @@ class pool {
     pool *                                            prev_ = nullptr;
     pool *                                            next_ = nullptr;
     void                                              enroll();
+    // allocations served that no kind counted as a hit: the statistics' allocs are these and the hits
+    uint64_t                                          unhit_allocs_ = 0;
+
+    static constexpr uint8_t PINNING            = 1; // between pin_begin and pin_end
+    static constexpr uint8_t DECLARED           = 2; // the consumer declares its captures
+    static constexpr uint8_t DECLARED_CAPTURING = 4; // and the stream is capturing, it says
+
+  protected:
+    // what a hit changes in the statistics; stats() reports them with the rest
+    struct hit_counts {
+        size_t   live_bytes      = 0;
+        size_t   peak_live_bytes = 0;
+        uint64_t hits            = 0;
+    };
+    // Everything a hit of ggml's pattern reads, on one line: between two calls an engine's kernel
+    // launches evict the pool's lines, and each one a call touches is a miss. The kinds read the
+    // counts and their own fields (kind_hit); the flags and the path are the pool's
+    struct alignas(CACHE_LINE) hit_line {
+        hit_path          path;
+        uint8_t           flags = 0;
+        std::atomic<bool> observed{ false };
+        hit_counts        counts;
+        alignas(uint64_t) unsigned char kind[KIND_HIT_BYTES];
+    };
+    static_assert(sizeof(hit_line) == CACHE_LINE, "a hit reads one line of the pool");
+    hit_line hit_;
 };
 
+// each kind's, instantiated in its own source (hit-path.h), where the kind is complete
+extern template status pool::alloc_as<pool_legacy>(pool &, size_t, uint32_t, void **, size_t *, size_t);
+extern template status pool::alloc_as<pool_vmm>(pool &, size_t, uint32_t, void **, size_t *, size_t);
+extern template status pool::alloc_as<pool_async>(pool &, size_t, uint32_t, void **, size_t *, size_t);
+extern template status pool::free_as<pool_legacy>(pool &, void *, size_t);
+extern template status pool::free_as<pool_vmm>(pool &, void *, size_t);
+extern template status pool::free_as<pool_async>(pool &, void *, size_t);
+
 inline bool pool::capturing_as_declared() {
-    return (flags_ & DECLARED) != 0 ? (flags_ & DECLARED_CAPTURING) != 0 : capturing();
+    return (hit_.flags & DECLARED) != 0 ? (hit_.flags & DECLARED_CAPTURING) != 0 : capturing();
 }
 
 } // namespace gcp

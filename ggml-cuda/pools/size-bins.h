@@ -76,12 +76,16 @@ class size_bins {
     // the best fit (the smallest cached buffer >= want), counted out; false when none. Its stamp,
     // never GROWING, says a growing request does not hold it
     bool take(size_t want, buffer * out) {
+        return take_slotted(want, out) || take_searched(want, slots_.best(want), out);
+    }
+    // the same where a slot serves it without a search; false, with nothing changed, where none does
+    bool take_slotted(size_t want, buffer * out) {
         const size_t k = slots_.best(want);
         if (GCP_LIKELY(k != NONE) && want > slots_.floor(k)) { // no bin caches one that holds it as well
             take_slot(k, out);
             return true;
         }
-        return take_searched(want, k, out);
+        return false;
     }
 
     // a buffer take() handed out is held by a growing request: it leaves its slot, if it had one,

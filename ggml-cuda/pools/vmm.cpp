@@ -9,17 +9,18 @@
 namespace gcp {
 
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t reserve_size, bool peer_access) :
-    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path_of<pool_vmm>()),
+    pool(drv, device, GGML_CPOOL_KIND_VMM, stream, hit_path::vmm),
     peer_access_(peer_access),
     granularity_(drv.vmm_granularity(device)) {
+    make_kind_hit<stack_fields>();
     reserve_size_ = round_up(std::min(reserve_size, MAX_REQUEST), granularity_);
 }
 
 pool_vmm::~pool_vmm() {
     release_live();
     unmap_above(0); // destruction gives everything back, pinned or not
-    if (base_ != 0 && mapped_ == 0 && release_orphans()) {
-        status st = drv_.vmm_unreserve(device_, base_, reserve_size_);
+    if (stack().base != 0 && mapped_ == 0 && release_orphans()) {
+        status st = drv_.vmm_unreserve(device_, stack().base, reserve_size_);
         if (st != OK) {
             driver_failed(GGML_CPOOL_LOG_ERROR, "freeing the virtual range failed (%s)", ggml_cpool_status_str(st));
         }
@@ -27,9 +28,9 @@ pool_vmm::~pool_vmm() {
 }
 
 status pool_vmm::reserve() {
-    status st = drv_.vmm_reserve(device_, reserve_size_, &base_);
+    status st = drv_.vmm_reserve(device_, reserve_size_, &stack().base);
     if (st != OK) {
-        base_ = 0;
+        stack().base = 0;
         driver_failed(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(reserve_size_),
                       ggml_cpool_status_str(st));
     }
@@ -51,7 +52,7 @@ bool pool_vmm::release_orphans() {
     for (size_t i = orphans_.size(); i-- > 0;) {
         orphan & o = orphans_[i];
         if (o.mapped) {
-            o.mapped = drv_.vmm_unmap(device_, base_ + o.offset, o.size) != OK;
+            o.mapped = drv_.vmm_unmap(device_, stack().base + o.offset, o.size) != OK;
         }
         if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
             if (o.reserved) { // its addresses went when it was unmapped
@@ -90,10 +91,10 @@ status pool_vmm::grow(size_t bytes) {
     status       st     = drv_.vmm_create(device_, size, &handle, cached_bytes());
     if (st == OK) {
         what = "mapping";
-        st   = drv_.vmm_map(device_, base_ + offset, size, handle);
+        st   = drv_.vmm_map(device_, stack().base + offset, size, handle);
         if (st == OK) {
             what = "granting access to";
-            st   = grant_access(base_ + offset, size);
+            st   = grant_access(stack().base + offset, size);
             if (st != OK) {
                 orphans_.push_back({ offset, size, handle, true, false });
             }
@@ -126,7 +127,7 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
     if (best == blocks_.end()) {
         return false;
     }
-    *ptr = reinterpret_cast<void *>(base_ + best->offset);
+    *ptr = reinterpret_cast<void *>(stack().base + best->offset);
     if (best->size == bytes) {
         best->freed = false;
         holes_--;
@@ -142,7 +143,7 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
 
 class pool_vmm::steps final : public recovery_steps {
   public:
-    steps(pool_vmm & p, size_t bytes) : p_(p), bytes_(bytes), growth_(p.used_ + bytes - p.mapped_) {}
+    steps(pool_vmm & p, size_t bytes) : p_(p), bytes_(bytes), growth_(p.stack().used + bytes - p.mapped_) {}
 
     status retry() override { return p_.grow(growth_); }
     // one retry once the stream's work (and other streams' frees) has landed, for a failure that
@@ -169,7 +170,7 @@ class pool_vmm::steps final : public recovery_steps {
         }
         GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
                      "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.mapped_), to_mib(p_.counts_.live_bytes),
+                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.mapped_), to_mib(p_.hit_.counts.live_bytes),
                      TRANSIENT_RETRIES);
     }
 
@@ -179,34 +180,49 @@ class pool_vmm::steps final : public recovery_steps {
     const size_t growth_; // what the top needs mapped beyond what is
 };
 
+bool pool_vmm::serve_hit(size_t size, void ** ptr, size_t * actual) {
+    // no hole to search, the top's mapped memory holds it, and the block list has room for the top
+    // it lists and the new top it will list later (SPARE_BLOCKS): the hit end says all three
+    const size_t bytes = round_up(size, ALIGNMENT);
+    if (GCP_UNLIKELY(stack().used + bytes > stack().hit_end)) {
+        return false;
+    }
+    push(bytes, ptr, actual);
+    return true;
+}
+
 status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
-    // the hit: no hole to search, the top's mapped memory holds it, and the block list has room
-    // for the top it lists and the new top it will list later (SPARE_BLOCKS)
-    if (GCP_LIKELY(holes_ == 0 && bytes <= mapped_ - used_ && blocks_.size() + SPARE_BLOCKS <= blocks_.capacity())) {
-        counts_.hits++;
-        push(bytes, ptr, actual);
+    if (!r.growing() && serve_hit(r.size, ptr, actual)) {
+        hit_.counts.hits++;
         return OK;
     }
-    return take(r, bytes, ptr, actual);
+    status st = take(r, miss_bytes(r, 0, ALIGNMENT), ptr, actual);
+    refresh_hit_end();
+    return st;
 }
 
 void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
-    list_top();
-    top_size_ = bytes; // listed by the next push or a free that is not the top's
-    *ptr      = reinterpret_cast<void *>(base_ + used_);
-    *actual   = bytes;
-    used_ += bytes;
+    stack_fields & s = stack();
+    if (s.top_size != 0) { // a nested request: the list takes the top
+        list_top();
+        if (blocks_.capacity() - blocks_.size() < SPARE_BLOCKS) {
+            s.hit_end = 0; // the next push makes room first
+        }
+    }
+    s.top_size = bytes; // listed by the next push or a free that is not the top's
+    *ptr       = reinterpret_cast<void *>(s.base + s.used);
+    *actual    = bytes;
+    s.used += bytes;
 }
 
 status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * actual) {
     reserve_at_least(blocks_, blocks_.size() + SPARE_BLOCKS); // before anything is mapped for the block
     if (holes_ > 0 && take_hole(bytes, ptr)) {
-        counts_.hits++;
+        hit_.counts.hits++;
         *actual = bytes;
         return OK;
     }
-    if (base_ == 0) {
+    if (stack().base == 0) {
         status st = reserve();
         if (st != OK) {
             return st;
@@ -223,19 +239,19 @@ status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * act
         }
         return st;
     };
-    if (doubled && bytes > reserve_size_ - used_) {
+    if (doubled && bytes > reserve_size_ - stack().used) {
         return alone();
     }
-    if (bytes > reserve_size_ - used_) {
+    if (bytes > reserve_size_ - stack().used) {
         GCP_LOG_WARN("%s: alloc of %.2f MiB exceeds the virtual range (%.2f of %.2f MiB in use)", name(), to_mib(bytes),
-                     to_mib(used_), to_mib(reserve_size_));
+                     to_mib(stack().used), to_mib(reserve_size_));
         return OUT_OF_MEMORY;
     }
-    if (used_ + bytes <= mapped_) {
-        counts_.hits++;
+    if (stack().used + bytes <= mapped_) {
+        hit_.counts.hits++;
     } else {
         stats_.misses++;
-        status st = grow(used_ + bytes - mapped_);
+        status st = grow(stack().used + bytes - mapped_);
         if (st == OUT_OF_MEMORY && doubled) {
             stats_.misses--; // counted again as the request alone
             return alone();
@@ -254,10 +270,10 @@ status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * act
 
 std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
     const uintptr_t addr = reinterpret_cast<uintptr_t>(ptr);
-    if (blocks_.empty() || addr < base_) {
+    if (blocks_.empty() || addr < stack().base) {
         return blocks_.end();
     }
-    const size_t offset = addr - base_;
+    const size_t offset = addr - stack().base;
     // ggml frees in the reverse order it allocates: the top block (never a hole), without a search
     if (blocks_.back().offset == offset) {
         return blocks_.end() - 1;
@@ -268,17 +284,19 @@ std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
 }
 
 size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
-    // ggml's free: the top block, with no hole below it to unwind. The top block ends at used_,
-    // so its size names it: the unlisted top's on the hit line, else the list's last
-    const size_t offset = reinterpret_cast<uintptr_t>(ptr) - base_;
-    if (GCP_LIKELY(holes_ == 0 && actual != 0 && offset == used_ - actual)) {
-        if (actual == top_size_) {
-            used_     = offset;
-            top_size_ = 0; // the new top, if any, is the list's last
+    // ggml's free: the top block, with no hole below it to unwind (a hit end says there is none;
+    // where it is 0 for want of list room, release serves the free as well). The top block ends at
+    // the stack top, so its size names it: the unlisted top's on the hit line, else the list's last
+    stack_fields & s      = stack();
+    const size_t   offset = reinterpret_cast<uintptr_t>(ptr) - s.base;
+    if (GCP_LIKELY(s.hit_end != 0 && actual != 0 && offset == s.used - actual)) {
+        if (actual == s.top_size) {
+            s.used     = offset;
+            s.top_size = 0; // the new top, if any, is the list's last
             return actual;
         }
-        if (top_size_ == 0 && !blocks_.empty() && blocks_.back().size == actual) {
-            used_ = offset;
+        if (s.top_size == 0 && !blocks_.empty() && blocks_.back().size == actual) {
+            s.used = offset;
             blocks_.pop_back();
             return actual;
         }
@@ -288,6 +306,7 @@ size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
 
 size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
     list_top(); // every block in the list, for the search and the merges below
+    refresh_hit_end();
     auto it = live_block(ptr);
     if (it == blocks_.end() || it->size != actual) {
         return it == blocks_.end() ? NOT_LIVE : it->size;
@@ -306,30 +325,31 @@ size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
         holes_--;
     }
     while (!blocks_.empty() && blocks_.back().freed) {
-        used_ = blocks_.back().offset;
+        stack().used = blocks_.back().offset;
         blocks_.pop_back();
         holes_--;
     }
+    refresh_hit_end();
     return actual;
 }
 
 bool pool_vmm::any_live(void ** ptr, size_t * size) const {
-    if (top_size_ != 0) {
-        *ptr  = reinterpret_cast<void *>(base_ + used_ - top_size_);
-        *size = top_size_;
+    if (stack().top_size != 0) {
+        *ptr  = reinterpret_cast<void *>(stack().base + stack().used - stack().top_size);
+        *size = stack().top_size;
         return true;
     }
     if (blocks_.empty()) {
         return false;
     }
-    *ptr  = reinterpret_cast<void *>(base_ + blocks_.back().offset);
+    *ptr  = reinterpret_cast<void *>(stack().base + blocks_.back().offset);
     *size = blocks_.back().size;
     return true;
 }
 
 bool pool_vmm::unmap_last_chunk() {
     chunk  c  = chunks_.back();
-    status st = drv_.vmm_unmap(device_, base_ + c.offset, c.size);
+    status st = drv_.vmm_unmap(device_, stack().base + c.offset, c.size);
     if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
                       ggml_cpool_status_str(st));
@@ -337,6 +357,7 @@ bool pool_vmm::unmap_last_chunk() {
     }
     chunks_.pop_back();
     mapped_ -= c.size;
+    refresh_hit_end();
     on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
     if (drv_.vmm_release(device_, c.handle) != OK) {
         // still the driver's memory held for this pool: reserved until the retry releases it
@@ -356,7 +377,7 @@ status pool_vmm::trim() {
     }
     // nothing a captured graph still uses is unmapped, even below the stack top
     uintptr_t top = pinned_top();
-    return unmap_above(std::max(used_, top > base_ ? size_t(top - base_) : size_t(0)));
+    return unmap_above(std::max(stack().used, top > stack().base ? size_t(top - stack().base) : size_t(0)));
 }
 
 status pool_vmm::unmap_above(size_t floor) {
@@ -368,5 +389,7 @@ status pool_vmm::unmap_above(size_t floor) {
     }
     return orphans_.empty() ? OK : DRIVER_ERROR;
 }
+
+GCP_HIT_PATH_OF(pool_vmm);
 
 } // namespace gcp

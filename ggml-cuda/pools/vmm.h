@@ -31,22 +31,25 @@ class pool_vmm final : public pool {
     // who records the buffers out (pool::live_record)
     static constexpr live_record RECORD = live_record::kind; // the block list
 
-    friend class pool; // calls the hit path (hit_path_of)
+    friend class pool; // calls the hit path (hit-path.h)
+    // a request that does not grow, pushed on the top within the hit end; false, with nothing
+    // changed, where it needs more (a hole, a growth, room in the block list)
+    GCP_HIT_PATH bool   serve_hit(size_t size, void ** ptr, size_t * actual);
     GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
     GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t              cached_bytes() const override { return mapped_ + held_ - counts_.live_bytes; }
-    size_t              live_buffers() const override { return blocks_.size() - holes_ + (top_size_ != 0 ? 1 : 0); }
+    size_t              cached_bytes() const override { return mapped_ + held_ - hit_.counts.live_bytes; }
+    size_t live_buffers() const override { return blocks_.size() - holes_ + (stack().top_size != 0 ? 1 : 0); }
     // the top block: holes never stay on top, so it is live
-    bool                any_live(void ** ptr, size_t * size) const override;
+    bool   any_live(void ** ptr, size_t * size) const override;
 
   private:
-    struct chunk { // one physical allocation mapped at base_ + offset
+    struct chunk { // one physical allocation mapped at the range's base + offset
         size_t     offset;
         size_t     size;
         vmm_handle handle;
     };
-    struct block { // one handed-out buffer at base_ + offset
+    struct block { // one handed-out buffer at the range's base + offset
         size_t offset;
         size_t size;
         bool   freed;
@@ -84,28 +87,44 @@ class pool_vmm final : public pool {
 
     status grant_access(uintptr_t addr, size_t size); // this device, and its peers when asked
 
+    // where a hit may push the top to: the mapped end, or 0 while a push needs more than the
+    // mapped memory (a hole to search first, or too little room in the block list). Set again
+    // wherever holes, the list's room or the mapped end change, but for a hit's push (serve_hit)
+    void refresh_hit_end() noexcept {
+        stack().hit_end = holes_ == 0 && blocks_.capacity() - blocks_.size() >= SPARE_BLOCKS ? mapped_ : 0;
+    }
     // the top block the hit line holds goes into the list (within the room kept for it)
     void list_top() noexcept {
-        if (top_size_ != 0) {
-            blocks_.push_back({ used_ - top_size_, top_size_, false });
-            top_size_ = 0;
+        if (stack().top_size != 0) {
+            if (blocks_.size() == blocks_.capacity()) {
+                GCP_UNREACHABLE(); // the room kept: no reallocation, whose code would cost the hit a frame
+            }
+            blocks_.push_back({ stack().used - stack().top_size, stack().top_size, false });
+            stack().top_size = 0;
         }
     }
     // the list's room a push needs: the top it lists, and the new top, listed later by a call that
     // may not allocate (a free)
     static constexpr size_t SPARE_BLOCKS = 2;
 
-    // the hit path's fields together, on a cache line of their own (pool.h says why)
-    alignas(CACHE_LINE) uintptr_t base_ = 0; // 0 until the range is reserved
-    size_t             used_            = 0; // stack top, offset from base_: the top block ends there
-    size_t             mapped_          = 0;
-    size_t             holes_           = 0;
-    // the top block, held here rather than in the list (0: the list's last block is the top, if
-    // any): an alloc and its free, ggml's pattern, then touch no line of the list. The next push,
-    // or a free of another block, lists it, within the room kept for it
-    size_t             top_size_ = 0;
-    std::vector<block> blocks_; // ascending offsets; a freed one below the top is a hole
+    // what a hit reads, on the pool's hit line (pool::kind_hit): an alloc and its free of
+    // ggml's pattern read no other line
+    struct stack_fields {
+        uintptr_t base    = 0; // 0 until the range is reserved
+        size_t    used    = 0; // stack top, offset from base: the top block ends there
+        size_t    hit_end = 0; // refresh_hit_end
+        // the top block, held here rather than in the list (0: the list's last block is the top,
+        // if any): an alloc and its free, ggml's pattern, then touch no line of the list. The next
+        // push, or a free of another block, lists it, within the room kept for it
+        size_t    top_size = 0;
+    };
+    stack_fields &       stack() { return kind_hit<stack_fields>(); }
+    const stack_fields & stack() const { return const_cast<pool_vmm *>(this)->stack(); }
 
+    // a nested request's push and its free read the list too
+    std::vector<block>  blocks_; // ascending offsets; a freed one below the top is a hole
+    size_t              holes_        = 0;
+    size_t              mapped_       = 0;
     size_t              reserve_size_ = 0; // the range's size
     bool                peer_access_;
     size_t              granularity_;

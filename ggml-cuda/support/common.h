@@ -28,15 +28,20 @@ constexpr size_t CACHE_LINE = 64;
 // the branch a hit path takes, for the compiler to lay the other one away from its lines; and a
 // cold path kept out of the function that calls it: the hit path then saves fewer registers, and
 // the compiler, told the branch to it is rarely taken, lays it (and what leads only to it) away
-// from the hit path's lines
+// from the hit path's lines. GCP_NOINLINE keeps out of line a path that is not rare (a miss);
+// GCP_UNREACHABLE tells the compiler a branch is never taken, which spares the code after it
 #if defined(__GNUC__)
-#    define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
-#    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#    define GCP_COLD        __attribute__((noinline, cold))
+#    define GCP_LIKELY(x)     __builtin_expect(!!(x), 1)
+#    define GCP_UNLIKELY(x)   __builtin_expect(!!(x), 0)
+#    define GCP_COLD          __attribute__((noinline, cold))
+#    define GCP_NOINLINE      __attribute__((noinline))
+#    define GCP_UNREACHABLE() __builtin_unreachable()
 #else
 #    define GCP_LIKELY(x)   (x)
 #    define GCP_UNLIKELY(x) (x)
 #    define GCP_COLD
+#    define GCP_NOINLINE
+#    define GCP_UNREACHABLE() ((void) 0)
 #endif
 
 constexpr size_t MiB = size_t(1) << 20;
