@@ -70,6 +70,18 @@ GCP_NOINLINE status pool::alloc_whole(pool & p, size_t size, uint32_t flags, voi
 }
 
 template <class Kind> GCP_LINE_ALIGNED status pool::free_as(pool & p, void * ptr, size_t actual) {
+    // the usual free, of a buffer the kind takes back on its hit fields (serve_free); every other
+    // goes the whole way, out of line, as an allocation does
+    if constexpr (Kind::RECORD == live_record::kind) {
+        if (GCP_LIKELY(static_cast<Kind &>(p).serve_free(ptr, actual))) {
+            p.hit_.counts.live_bytes -= actual;
+            return OK;
+        }
+    }
+    return free_whole<Kind>(p, ptr, actual);
+}
+
+template <class Kind> GCP_NOINLINE status pool::free_whole(pool & p, void * ptr, size_t actual) {
     if (Kind::RECORD == live_record::table) {
         const size_t at = p.live_.slot_of(ptr);
         if (at == live_set::NONE || p.live_.size_at(at) != actual) {

@@ -303,10 +303,17 @@ size_t pool_legacy::release_oldest(size_t target, scope which) {
     return freed;
 }
 
-size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+bool pool_legacy::serve_free(void * ptr, size_t actual) noexcept {
     // back to its slot, on the hit line (size-bins.h); a full cache may send it to the driver
     if (GCP_LIKELY(!cache_full()) && bins_.put_slotted(ptr, actual, clock_ + 1)) {
         clock_++;
+        return true;
+    }
+    return false;
+}
+
+size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    if (serve_free(ptr, actual)) {
         return actual;
     }
     const size_bins::out_ref at = bins_.find_out(ptr, actual);

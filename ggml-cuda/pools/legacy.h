@@ -44,6 +44,8 @@ class pool_legacy final : public pool {
     // changed, where it needs more
     GCP_HIT_PATH bool   serve_hit(size_t size, void ** ptr, size_t * actual);
     GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
+    // a free back to its slot, on the hit line; false, with nothing changed, otherwise
+    GCP_HIT_PATH bool   serve_free(void * ptr, size_t actual) noexcept;
     GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     size_t              cached_bytes() const override;
     // the bins record what is out too (size-bins.h)

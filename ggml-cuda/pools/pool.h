@@ -82,26 +82,22 @@ class pool {
     pool & operator=(const pool &) = delete;
 
     // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
+    // (the async kind's call, which asks the driver anyway, laid after the others: the caller's
+    // code for the two that do not then fits a line)
     status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0) {
-        switch (hit_.path) {
-            case hit_path::vmm:
-                return alloc_as<pool_vmm>(*this, size, flags, ptr, actual, limit);
-            case hit_path::legacy:
-                return alloc_as<pool_legacy>(*this, size, flags, ptr, actual, limit);
-            default:
-                return alloc_as<pool_async>(*this, size, flags, ptr, actual, limit);
+        if (GCP_UNLIKELY(hit_.path == hit_path::async)) {
+            return alloc_as<pool_async>(*this, size, flags, ptr, actual, limit);
         }
+        return hit_.path == hit_path::vmm ? alloc_as<pool_vmm>(*this, size, flags, ptr, actual, limit) :
+                                            alloc_as<pool_legacy>(*this, size, flags, ptr, actual, limit);
     }
     // actual must be the size alloc returned
     status free(void * ptr, size_t actual) {
-        switch (hit_.path) {
-            case hit_path::vmm:
-                return free_as<pool_vmm>(*this, ptr, actual);
-            case hit_path::legacy:
-                return free_as<pool_legacy>(*this, ptr, actual);
-            default:
-                return free_as<pool_async>(*this, ptr, actual);
+        if (GCP_UNLIKELY(hit_.path == hit_path::async)) {
+            return free_as<pool_async>(*this, ptr, actual);
         }
+        return hit_.path == hit_path::vmm ? free_as<pool_vmm>(*this, ptr, actual) :
+                                            free_as<pool_legacy>(*this, ptr, actual);
     }
     // return what is cached to the driver
     virtual status trim() = 0;
@@ -181,7 +177,11 @@ class pool {
     // do_free(void * ptr, size_t actual) noexcept`, which frees a live buffer and never allocates
     // host memory (a free that could fail would lose its buffer), and returns the size the live
     // record holds for ptr: `actual` once it is freed, NOT_LIVE or another size when the kind keeps
-    // the record (live_record::kind) and nothing was freed
+    // the record (live_record::kind) and nothing was freed. A kind that keeps the record serves the
+    // usual calls first, inlined where nothing else need be checked or recorded: `bool
+    // serve_hit(size_t size, void ** ptr, size_t * actual)` for a request that does not grow, and
+    // `bool serve_free(void * ptr, size_t actual) noexcept`, each false, with nothing changed, where
+    // the whole path must serve the call
     static constexpr size_t NOT_LIVE = SIZE_MAX;
     // buffers handed out and not taken back, as the table records them (live_record::table)
     size_t                  live_count() const { return live_.size(); }
@@ -253,10 +253,12 @@ class pool {
     status retry_transient(recovery_steps & steps);
     void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
 
-    // the whole of a kind's alloc and free (hit_path): alloc_as serves the usual call and passes
-    // every other to alloc_whole. Instantiated in the kind's own source
+    // the whole of a kind's alloc and free (hit_path): alloc_as and free_as serve the usual call
+    // and pass every other to alloc_whole and free_whole. Instantiated in the kind's own source;
+    // each starts a cache line (said here: an explicit instantiation takes the declaration's)
     template <class Kind>
-    static status alloc_as(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
+    GCP_LINE_ALIGNED static status alloc_as(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
+                                            size_t limit);
     template <class Kind>
     static status alloc_whole(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
     // a buffer of `actual` bytes was handed out
@@ -264,7 +266,8 @@ class pool {
                  hit_.counts.live_bytes += actual;
                  hit_.counts.peak_live_bytes = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes);
     }
-    template <class Kind> static status free_as(pool & p, void * ptr, size_t actual);
+    template <class Kind> GCP_LINE_ALIGNED static status free_as(pool & p, void * ptr, size_t actual);
+    template <class Kind> static status                  free_whole(pool & p, void * ptr, size_t actual);
 
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
     // unknown flags)

@@ -283,25 +283,30 @@ std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
     return it != blocks_.end() && it->offset == offset && !it->freed ? it : blocks_.end();
 }
 
-size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
-    // ggml's free: the top block, with no hole below it to unwind (a hit end says there is none;
-    // where it is 0 for want of list room, release serves the free as well). The top block ends at
-    // the stack top, so its size names it: the unlisted top's on the hit line, else the list's last
+bool pool_vmm::serve_free(void * ptr, size_t actual) noexcept {
+    // no hole below the top to unwind (a hit end says there is none; where it is 0 for want of
+    // list room, release serves the free as well). The top block ends at the stack top, so its size
+    // names it: the unlisted top's on the hit line, else the list's last
     stack_fields & s      = stack();
     const size_t   offset = reinterpret_cast<uintptr_t>(ptr) - s.base;
-    if (GCP_LIKELY(s.hit_end != 0 && actual != 0 && offset == s.used - actual)) {
-        if (actual == s.top_size) {
-            s.used     = offset;
-            s.top_size = 0; // the new top, if any, is the list's last
-            return actual;
-        }
-        if (s.top_size == 0 && !blocks_.empty() && blocks_.back().size == actual) {
-            s.used = offset;
-            blocks_.pop_back();
-            return actual;
-        }
+    if (GCP_UNLIKELY(s.hit_end == 0 || actual == 0 || offset != s.used - actual)) {
+        return false;
     }
-    return release(ptr, actual);
+    if (GCP_LIKELY(actual == s.top_size)) { // the pair's: laid first
+        s.used     = offset;
+        s.top_size = 0; // the new top, if any, is the list's last
+        return true;
+    }
+    if (s.top_size == 0 && !blocks_.empty() && blocks_.back().size == actual) {
+        s.used = offset;
+        blocks_.pop_back();
+        return true;
+    }
+    return false;
+}
+
+size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
+    return serve_free(ptr, actual) ? actual : release(ptr, actual);
 }
 
 size_t pool_vmm::release(void * ptr, size_t actual) noexcept {

@@ -36,6 +36,8 @@ class pool_vmm final : public pool {
     // changed, where it needs more (a hole, a growth, room in the block list)
     GCP_HIT_PATH bool   serve_hit(size_t size, void ** ptr, size_t * actual);
     GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
+    // ggml's free, of the top block with no hole below it; false, with nothing changed, otherwise
+    GCP_HIT_PATH bool   serve_free(void * ptr, size_t actual) noexcept;
     GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
     size_t              cached_bytes() const override { return mapped_ + held_ - hit_.counts.live_bytes; }
