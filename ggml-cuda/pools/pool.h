@@ -226,13 +226,16 @@ class pool {
     // the kind's own hit fields (kind_hit), on the hit line: a kind whose hit reads no more than
     // these bytes reads that line alone (the VMM pool)
     static constexpr size_t KIND_HIT_BYTES = 32;
+
     // the kind's hit fields, a trivially destructible T that the kind's constructor makes there
-    template <class T> T &  make_kind_hit() {
-         static_assert(sizeof(T) <= KIND_HIT_BYTES && alignof(T) <= alignof(uint64_t), "the hit line holds it");
-         static_assert(std::is_trivially_destructible<T>::value, "the pool never destroys it");
-         return *new (hit_.kind) T{};
+    template <class T> T & make_kind_hit() {
+        static_assert(sizeof(T) <= KIND_HIT_BYTES && alignof(T) <= alignof(uint64_t), "the hit line holds it");
+        static_assert(std::is_trivially_destructible<T>::value, "the pool never destroys it");
+        return *new (hit_.kind) T{};
     }
-    template <class T> T &       kind_hit() { return *std::launder(reinterpret_cast<T *>(hit_.kind)); }
+
+    template <class T> T & kind_hit() { return *std::launder(reinterpret_cast<T *>(hit_.kind)); }
+
     template <class T> const T & kind_hit() const { return const_cast<pool *>(this)->kind_hit<T>(); }
 
     // after the vtable pointer, together: the table and what a capture query names (stream,
@@ -261,13 +264,14 @@ class pool {
                                             size_t limit);
     template <class Kind>
     static status alloc_whole(pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit);
-    // a buffer of `actual` bytes was handed out
-    void          count_alloc(size_t actual) {
-                 hit_.counts.live_bytes += actual;
-                 hit_.counts.peak_live_bytes = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes);
-    }
     template <class Kind> GCP_LINE_ALIGNED static status free_as(pool & p, void * ptr, size_t actual);
     template <class Kind> static status                  free_whole(pool & p, void * ptr, size_t actual);
+
+    // a buffer of `actual` bytes was handed out
+    void count_alloc(size_t actual) {
+        hit_.counts.live_bytes += actual;
+        hit_.counts.peak_live_bytes = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes);
+    }
 
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
     // unknown flags)

@@ -97,12 +97,13 @@ class pool_vmm final : public pool {
     }
     // the top block the hit line holds goes into the list (within the room kept for it)
     void list_top() noexcept {
-        if (stack().top_size != 0) {
+        stack_fields & s = stack();
+        if (s.top_size != 0) {
             if (blocks_.size() == blocks_.capacity()) {
                 GCP_UNREACHABLE(); // the room kept: no reallocation, whose code would cost the hit a frame
             }
-            blocks_.push_back({ stack().used - stack().top_size, stack().top_size, false });
-            stack().top_size = 0;
+            blocks_.push_back({ s.used - s.top_size, s.top_size, false });
+            s.top_size = 0;
         }
     }
     // the list's room a push needs: the top it lists, and the new top, listed later by a call that
@@ -121,7 +122,7 @@ class pool_vmm final : public pool {
         size_t    top_size = 0;
     };
     stack_fields &       stack() { return kind_hit<stack_fields>(); }
-    const stack_fields & stack() const { return const_cast<pool_vmm *>(this)->stack(); }
+    const stack_fields & stack() const { return kind_hit<stack_fields>(); }
 
     // a nested request's push and its free read the list too
     std::vector<block>  blocks_; // ascending offsets; a freed one below the top is a hole
