@@ -205,8 +205,8 @@ void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
     stack_fields & s = stack();
     if (s.top_size != 0) { // a nested request: the list takes the top
         list_top();
-        if (blocks_.capacity() - blocks_.size() < SPARE_BLOCKS) {
-            s.hit_end = 0; // the next push makes room first
+        if (!list_has_room()) {
+            s.hit_end = 0; // the next push makes room first (take)
         }
     }
     s.top_size = bytes; // listed by the next push or a free that is not the top's
@@ -310,8 +310,8 @@ size_t pool_vmm::do_free(void * ptr, size_t actual) noexcept {
 }
 
 size_t pool_vmm::release(void * ptr, size_t actual) noexcept {
-    list_top(); // every block in the list, for the search and the merges below
-    refresh_hit_end();
+    list_top();        // every block in the list, for the search and the merges below
+    refresh_hit_end(); // the list took the top: a refused free returns below
     auto it = live_block(ptr);
     if (it == blocks_.end() || it->size != actual) {
         return it == blocks_.end() ? NOT_LIVE : it->size;

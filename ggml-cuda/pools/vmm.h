@@ -91,10 +91,11 @@ class pool_vmm final : public pool {
 
     // where a hit may push the top to: the mapped end, or 0 while a push needs more than the
     // mapped memory (a hole to search first, or too little room in the block list). Set again
-    // wherever holes, the list's room or the mapped end change, but for a hit's push (serve_hit)
-    void refresh_hit_end() noexcept {
-        stack().hit_end = holes_ == 0 && blocks_.capacity() - blocks_.size() >= SPARE_BLOCKS ? mapped_ : 0;
-    }
+    // after the slow paths (take, release, an unmap), which change holes, the list's room and the
+    // mapped end; a hit's push only takes room from the list (push)
+    void refresh_hit_end() noexcept { stack().hit_end = holes_ == 0 && list_has_room() ? mapped_ : 0; }
+    // room in the list for a push: the top it lists, and the new top listed later
+    bool list_has_room() const { return blocks_.capacity() - blocks_.size() >= SPARE_BLOCKS; }
     // the top block the hit line holds goes into the list (within the room kept for it)
     void list_top() noexcept {
         stack_fields & s = stack();
