@@ -196,7 +196,7 @@ class vmm_model : public model {
         size_t hole  = blocks_.size();
         for (size_t i = 0; i < blocks_.size(); i++) {
             if (blocks_[i].freed && blocks_[i].size >= bytes &&
-                (hole == blocks_.size() || blocks_[i].size < blocks_[hole].size)) {
+                (hole == blocks_.size() || blocks_[i].size <= blocks_[hole].size)) { // the last of equal sizes
                 hole = i;
             }
         }

@@ -3,10 +3,6 @@
 // It counts each call by kind, latches every failure until clear_error (as CUDA's last error
 // does), and lets a decorator, a driver over another driver, fail a call before it goes below;
 // a call a decorator lets through is counted below too. The fault driver is such a decorator.
-// The calls that take memory for a pool (malloc, vmm_create, malloc_async) also carry
-// `reclaimable`: what that pool could give back if the call were refused (0: nothing, or not a
-// pool's call). The devices ignore it; a one-shot fault waits for a call where it is not 0, so
-// the recovery it tests has something to recover (fault-spec.h).
 
 #include "primitives.h"
 
@@ -35,6 +31,31 @@ enum class takes { NOTHING, RESOURCE, MEMORY };
 
 takes call_takes(call c);
 
+// what a pool could give back if a driver call it makes were refused; a one-shot fault asks
+class reclaimer {
+  public:
+    virtual size_t reclaimable() const = 0;
+
+  protected:
+    ~reclaimer() = default;
+};
+
+// names the pool whose driver calls follow on this thread, for as long as it lives
+class reclaim_scope {
+  public:
+    explicit reclaim_scope(const reclaimer & r) : prev_(current) { current = &r; }
+    ~reclaim_scope() { current = prev_; }
+    reclaim_scope(const reclaim_scope &)             = delete;
+    reclaim_scope & operator=(const reclaim_scope &) = delete;
+
+    // what the named pool could give back (0: none is named)
+    static size_t reclaimable() { return current ? current->reclaimable() : 0; }
+
+  private:
+    const reclaimer *                            prev_;
+    static inline thread_local const reclaimer * current = nullptr;
+};
+
 class driver {
   public:
     explicit driver(std::shared_ptr<device_primitives> prims);
@@ -46,10 +67,8 @@ class driver {
     ggml_cpool_platform platform() const { return prims_->platform(); }
     int                 device_count() const { return prims_->device_count(); }
 
-    status malloc(int device, size_t size, void ** ptr, size_t reclaimable = 0) {
-        return run(
-            call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); },
-            reclaimable);
+    status malloc(int device, size_t size, void ** ptr) {
+        return run(call::MALLOC, device, size, [&](device_primitives & p) { return p.malloc(device, size, ptr); });
     }
     status free(int device, void * ptr) {
         return run(call::FREE, device, 0, [&](device_primitives & p) { return p.free(device, ptr); });
@@ -72,10 +91,9 @@ class driver {
         return run_vmm(call::VMM_UNRESERVE, device, 0,
                        [&](vmm_primitives & v) { return v.unreserve(device, addr, size); });
     }
-    status vmm_create(int device, size_t size, vmm_handle * handle, size_t reclaimable = 0) {
-        return run_vmm(
-            call::VMM_CREATE, device, size, [&](vmm_primitives & v) { return v.create(device, size, handle); },
-            reclaimable);
+    status vmm_create(int device, size_t size, vmm_handle * handle) {
+        return run_vmm(call::VMM_CREATE, device, size,
+                       [&](vmm_primitives & v) { return v.create(device, size, handle); });
     }
     status vmm_release(int device, vmm_handle handle) {
         return run_vmm(call::VMM_RELEASE, device, 0, [&](vmm_primitives & v) { return v.release(device, handle); });
@@ -110,10 +128,9 @@ class driver {
 
     // the device's stream-ordered pool, where async_supported(device)
     bool   async_supported(int device) const { return prims_->mempool(device) != nullptr; }
-    status malloc_async(int device, size_t size, stream_t stream, void ** ptr, size_t reclaimable = 0) {
-        return run_mempool(
-            call::MALLOC_ASYNC, device, size,
-            [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); }, reclaimable);
+    status malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
+        return run_mempool(call::MALLOC_ASYNC, device, size,
+                           [&](mempool_primitives & m) { return m.malloc_async(device, size, stream, ptr); });
     }
     status free_async(int device, void * ptr, stream_t stream) {
         return run_mempool(call::FREE_ASYNC, device, 0,
@@ -146,15 +163,14 @@ class driver {
     // a decorator over below: the calls it lets through go there
     explicit driver(std::shared_ptr<driver> below);
     // a decorator's say over a call before it goes below: OK lets it through, any other status
-    // fails it with that status; size is the bytes the call asks for, reclaimable what the
-    // calling pool could give back
-    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/, size_t /*reclaimable*/) { return OK; }
+    // fails it with that status; size is the bytes the call asks for
+    virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
 
   private:
-    template <typename F> status run(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
-        status st = intercept(c, device, size, reclaimable);
+    template <typename F> status run(call c, int device, size_t size, F && op) {
+        status st = intercept(c, device, size);
         if (st == OK) {
-            st = below_ ? below_->run(c, device, size, op, reclaimable) : op(*prims_);
+            st = below_ ? below_->run(c, device, size, op) : op(*prims_);
         }
         calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
         if (st != OK) {
@@ -165,21 +181,17 @@ class driver {
     // a call of an optional capability (of what get returns for the device): UNSUPPORTED where
     // the device has none
     template <typename Cap, typename F>
-    status run_capability(Cap * (device_primitives::*get)(int), call c, int device, size_t size, F && op,
-                          size_t reclaimable) {
-        return run(
-            c, device, size,
-            [&](device_primitives & p) {
-                Cap * cap = (p.*get)(device);
-                return cap ? op(*cap) : UNSUPPORTED;
-            },
-            reclaimable);
+    status run_capability(Cap * (device_primitives::*get)(int), call c, int device, size_t size, F && op) {
+        return run(c, device, size, [&](device_primitives & p) {
+            Cap * cap = (p.*get)(device);
+            return cap ? op(*cap) : UNSUPPORTED;
+        });
     }
-    template <typename F> status run_vmm(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
-        return run_capability(&device_primitives::vmm, c, device, size, std::forward<F>(op), reclaimable);
+    template <typename F> status run_vmm(call c, int device, size_t size, F && op) {
+        return run_capability(&device_primitives::vmm, c, device, size, std::forward<F>(op));
     }
-    template <typename F> status run_mempool(call c, int device, size_t size, F && op, size_t reclaimable = 0) {
-        return run_capability(&device_primitives::mempool, c, device, size, std::forward<F>(op), reclaimable);
+    template <typename F> status run_mempool(call c, int device, size_t size, F && op) {
+        return run_capability(&device_primitives::mempool, c, device, size, std::forward<F>(op));
     }
 
     std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom

@@ -28,7 +28,7 @@ uint64_t fault_driver::fired() const {
     return fired_;
 }
 
-status fault_driver::intercept(call c, int device, size_t size, size_t reclaimable) {
+status fault_driver::intercept(call c, int device, size_t size) {
     log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     const uint64_t              nth     = ++seen_[size_t(c)];
@@ -50,7 +50,7 @@ status fault_driver::intercept(call c, int device, size_t size, size_t reclaimab
     }
 
     if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at &&
-        (spec_.oneshot_any || reclaimable > 0)) {
+        (spec_.oneshot_any || reclaim_scope::reclaimable() > 0)) {
         oneshot_done_ = true;
         fired_++;
         GCP_LOG_INFO("%s: injected one-shot reclaim test at %.2f MiB", name.c_str(), to_mib(size));

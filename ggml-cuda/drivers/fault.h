@@ -22,7 +22,7 @@ class fault_driver final : public driver {
     uint64_t fired() const;
 
   protected:
-    status intercept(call c, int device, size_t size, size_t reclaimable) override;
+    status intercept(call c, int device, size_t size) override;
 
   private:
     bool window_open() const; // while= names no file, or its file exists

@@ -1,6 +1,5 @@
 #include "async.h"
 
-#include "hit-path.h"
 #include "../support/log.h"
 #include "warm-record.h"
 
@@ -9,7 +8,7 @@
 namespace gcp {
 
 pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct) :
-    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream, hit_path::async),
+    pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream),
     owner_(std::move(drv)),
     headroom_pct_(headroom_pct) {
     warm_record::instance().acquire(owner_, device_);
@@ -41,9 +40,9 @@ bool pool_async::observe(size_t pending) {
     // the device pool holds at least what this context has live from it, held back, kept for
     // reuse or about to hand out: never report less, even when the read failed (live + cached ==
     // reserved); the capture cache's buffers come on top
-    const size_t capture_out = capture_bytes_ - capture_cached_bytes();
-    const size_t device_live = hit_.counts.live_bytes - std::min(hit_.counts.live_bytes, capture_out);
-    const size_t held_back   = deferred_bytes() + reuse_.bytes();
+    const size_t capture_out = capture_bytes_ - total_size(capture_cache_);
+    const size_t device_live = hot_.live_bytes - std::min(hot_.live_bytes, capture_out);
+    const size_t held_back   = total_size(deferred_) + reuse_.bytes();
     reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
     bool grew                = reserved > stats_.reserved_bytes;
     if (grew) {
@@ -56,7 +55,7 @@ bool pool_async::observe(size_t pending) {
 
 size_t pool_async::cached_bytes() const {
     // reserved is the device pool's, so it holds at least this context's live bytes
-    return stats_.reserved_bytes > hit_.counts.live_bytes ? stats_.reserved_bytes - hit_.counts.live_bytes : 0;
+    return stats_.reserved_bytes > hot_.live_bytes ? stats_.reserved_bytes - hot_.live_bytes : 0;
 }
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
@@ -65,14 +64,14 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     // out, and in the cache, which every one of them may come back to
     reserve_at_least(capture_out_, capture_out_.size() + 1);
     reserve_at_least(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
-    const size_t best =
-        smallest_fitting(capture_cache_.data(), capture_cache_.size(), bytes, [&](size_t s) { return s >= bytes; });
-    if (best != capture_cache_.size()) {
-        *ptr    = capture_cache_[best].ptr;
-        *actual = capture_cache_[best].size;
-        capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(best));
+    auto best =
+        smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const deferred &) { return true; });
+    if (best != capture_cache_.end()) {
+        *ptr    = best->ptr;
+        *actual = best->size;
+        capture_cache_.erase(best);
         capture_out_.push_back(*ptr);
-        hit_.counts.hits++;
+        hot_.hits++;
         return OK;
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
@@ -132,7 +131,7 @@ class pool_async::steps final : public recovery_steps {
 
     status retry() override { return p_.drv_.malloc_async(p_.device_, *bytes_, p_.stream_, ptr_); }
     // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
-    status give_back() override {
+    status reclaim() override {
         p_.driver_failed(GGML_CPOOL_LOG_DEBUG,
                          "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
                          to_mib(*bytes_));
@@ -185,12 +184,19 @@ class pool_async::steps final : public recovery_steps {
     void **         ptr_;
 };
 
-void pool_async::room_for_frees(size_t buffers) {
-    reserve_at_least(deferred_, deferred_.size() + buffers + reuse_cache::MAX_BUFFERS);
+status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
+    // before anything is taken: its record, and room for every buffer handed out to be held back
+    // (pinned, capturing, or the driver refused it), with the reuse cache's when they leave it
+    live_.reserve(live_.size() + 1);
+    reserve_at_least(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
+    const status st = take(r, ptr, actual);
+    if (st == OK) {
+        live_.insert(*ptr, *actual); // within the room made above
+    }
+    return st;
 }
 
-status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    room_for_frees(live_count() + 1); // this buffer's included, before anything is taken
+status pool_async::take(const request & r, void ** ptr, size_t * actual) {
     if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
@@ -202,7 +208,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
-        hit_.counts.hits++;
+        hot_.hits++;
         return OK;
     }
     if (!reuse_.empty() && would_grow(bytes)) {
@@ -213,8 +219,12 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         }
     }
     make_room_within_headroom(bytes);
-    status st = drv_.malloc_async(device_, bytes, stream_, ptr, cached_bytes());
-    steps  ladder(*this, r, &bytes, ptr);
+    status st = OK;
+    {
+        const reclaim_scope asking(*this);
+        st = drv_.malloc_async(device_, bytes, stream_, ptr);
+    }
+    steps ladder(*this, r, &bytes, ptr);
     if (st == OUT_OF_MEMORY) {
         st = climb(ladder);
     } else if (st != OK) {
@@ -228,7 +238,7 @@ status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
         stats_.misses++;
         keep_within_headroom(bytes); // it grew where the unused memory looked enough: fragmented
     } else {
-        hit_.counts.hits++;
+        hot_.hits++;
     }
     *actual = bytes;
     return OK;
@@ -242,18 +252,18 @@ void pool_async::make_room_within_headroom(size_t bytes) {
     // it must grow: what it would hold beyond the headroom goes back first
     const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
     if (pool_reserved_ + bytes > budget) {
-        give_back_down_to(budget > bytes ? budget - bytes : 0, 0);
+        trim_down_to(budget > bytes ? budget - bytes : 0, 0);
     }
 }
 
 void pool_async::keep_within_headroom(size_t pending) {
     const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
     if (pool_reserved_ > budget) {
-        give_back_down_to(budget, pending);
+        trim_down_to(budget, pending);
     }
 }
 
-void pool_async::give_back_down_to(size_t keep, size_t pending) {
+void pool_async::trim_down_to(size_t keep, size_t pending) {
     // this stream's frees land first; memory whose frees have not landed stays (the driver's rule)
     status st = synchronize();
     if (st == OK) {
@@ -270,23 +280,37 @@ void pool_async::give_back_down_to(size_t keep, size_t pending) {
                   name(), to_mib(before), to_mib(pool_peak_used_), to_mib(before - std::min(before, pool_reserved_)));
 }
 
-size_t pool_async::do_free(void * ptr, size_t actual) noexcept {
+bool pool_async::do_free(void * ptr, size_t actual) noexcept {
+    const size_t * live = live_.find(ptr);
+    if (live == nullptr || *live != actual) {
+        return false;
+    }
+    live_.erase(ptr);
     auto captured = std::find(capture_out_.begin(), capture_out_.end(), ptr);
     if (captured != capture_out_.end()) {
         // back to the capture cache: the next allocation of this capture may take it (the
         // stream's order makes that safe), and the graphs captured with it keep it
         capture_out_.erase(captured);
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
-        return actual;
+        return true;
     }
-    auto leave = [this](const reuse_cache::buffer & b) { give_back(b.ptr, b.size); };
+    auto leave = [this](const reuse_cache::buffer & b) { release(b.ptr, b.size); };
     if (!reuse_.put({ ptr, actual }, leave)) {
-        give_back(ptr, actual);
+        release(ptr, actual);
     }
-    return actual;
+    return true;
 }
 
-void pool_async::give_back(void * ptr, size_t actual) noexcept {
+std::optional<size_t> pool_async::live_size(const void * ptr) const {
+    const size_t * size = live_.find(ptr);
+    return size ? std::optional<size_t>(*size) : std::nullopt;
+}
+
+bool pool_async::any_live(void ** ptr, size_t * size) const {
+    return live_.first(ptr, size);
+}
+
+void pool_async::release(void * ptr, size_t actual) noexcept {
     // a graph replays into it (once freed, a synchronize would let another context's stream take
     // it), or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing_as_declared() || !free_now(ptr, actual)) {
@@ -295,7 +319,7 @@ void pool_async::give_back(void * ptr, size_t actual) noexcept {
 }
 
 void pool_async::flush_reuse() noexcept {
-    reuse_.clear([this](const reuse_cache::buffer & b) { give_back(b.ptr, b.size); });
+    reuse_.clear([this](const reuse_cache::buffer & b) { release(b.ptr, b.size); });
 }
 
 bool pool_async::free_now(void * ptr, size_t actual) {
@@ -338,7 +362,5 @@ status pool_async::trim() {
     observe();
     return st;
 }
-
-GCP_HIT_PATH_OF(pool_async);
 
 } // namespace gcp

@@ -12,6 +12,7 @@
 // buffers the stream freed last are handed out again first (reuse-cache.h); they go back to the
 // stream-ordered pool before it would grow, and before trimming.
 
+#include "live-set.h"
 #include "pool.h"
 #include "reuse-cache.h"
 
@@ -29,22 +30,15 @@ class pool_async final : public pool {
     status trim() override;
 
   protected:
-    // who records the buffers out (pool::live_record)
-    static constexpr live_record RECORD = live_record::table;
-
-    friend class pool; // calls the hit path (hit-path.h)
-    GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
-    GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
-    // every buffer handed out may be held back (pinned, capturing, or the driver refused it), and
-    // the reuse cache's when they leave it (a capture's make room in the capture cache, in
-    // alloc_in_capture). Made before each allocation, may throw std::bad_alloc
-    void                room_for_frees(size_t buffers);
-    size_t              cached_bytes() const override;
-    size_t              held_bytes() const override {
-        return hit_.counts.live_bytes + deferred_bytes() + capture_cached_bytes() + reuse_.bytes();
+    friend class pool; // calls do_alloc and do_free by this class's name
+    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool                  do_free(void * ptr, size_t actual) noexcept final;
+    std::optional<size_t> live_size(const void * ptr) const override;
+    bool                  any_live(void ** ptr, size_t * size) const override;
+    size_t                cached_bytes() const override;
+    size_t                held_bytes() const override {
+        return hot_.live_bytes + total_size(deferred_) + total_size(capture_cache_) + reuse_.bytes();
     }
-    size_t deferred_bytes() const { return bytes_of(deferred_); }
-    size_t capture_cached_bytes() const { return bytes_of(capture_cache_); }
 
   private:
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
@@ -59,7 +53,7 @@ class pool_async final : public pool {
     // goes back (the real one: whole unused chunks). `pending` as for observe
     void make_room_within_headroom(size_t bytes);
     void keep_within_headroom(size_t pending);
-    void give_back_down_to(size_t keep, size_t pending);
+    void trim_down_to(size_t keep, size_t pending);
     // whether `bytes` more would take the device pool past what it holds, by the last read
     bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
     void on_unpinned() override { drain(); }
@@ -69,6 +63,8 @@ class pool_async final : public pool {
     }
     // the rungs of the out-of-memory ladder (recovery.h) for a refused stream-ordered allocation
     class steps;
+    // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
+    status take(const request & r, void ** ptr, size_t * actual);
     // an allocation while the stream is capturing: from the capture cache (best fit), else a
     // buffer of its own outside the graph
     status alloc_in_capture(const request & r, void ** ptr, size_t * actual);
@@ -78,16 +74,15 @@ class pool_async final : public pool {
     void   drain(bool force = false);
     bool   free_now(void * ptr, size_t actual);
     // a buffer leaving this context: to the driver now, or held back (pinned, capturing, refused)
-    void   give_back(void * ptr, size_t actual) noexcept;
-    // the reuse cache's buffers go the way of give_back
+    void   release(void * ptr, size_t actual) noexcept;
+    // the reuse cache's buffers go the way of release
     void   flush_reuse() noexcept;
 
     using deferred = held_buffer;
-    // The hit path's fields, on a cache line of their own (pool.h says why): what every
-    // allocation reads (the deferred list's room), what every free looks through (the buffers out
-    // in a capture), and the reuse cache's count and total, its buffers on the lines after.
-    // Freed by the caller but not yet given to the driver: a graph still uses it, the stream was
-    // capturing (a free there would be captured into the graph), or the driver refused the free
+    // what a hit reads, from a line of its own on: the deferred list's room, the buffers out in a
+    // capture, which every free looks through, and the reuse cache's count and total, then its
+    // buffers. Deferred: freed by the caller but not yet given to the driver, since a graph still
+    // uses it, the stream was capturing (a free there would be captured) or the driver refused it
     alignas(CACHE_LINE) std::vector<deferred> deferred_;
     // the capture cache: buffers outside the device pool and outside any graph, for the
     // allocations of a capture; handed-out ones here, cached ones in capture_cache_
@@ -96,6 +91,7 @@ class pool_async final : public pool {
     std::vector<deferred> capture_cache_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
 
+    live_set                live_;  // the buffers handed out: ptr -> size
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;
     size_t                  pool_reserved_  = 0; // the device pool's reserved bytes, at the last read

@@ -1,12 +1,13 @@
 #include "legacy.h"
 
-#include "hit-path.h"
 #include "../support/log.h"
+
+#include <cstdio>
 
 namespace gcp {
 
 pool_legacy::pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt) :
-    pool(drv, device, kind, stream, hit_path::legacy),
+    pool(drv, device, kind, stream),
     opt_(opt) {}
 
 pool_legacy::~pool_legacy() {
@@ -14,77 +15,79 @@ pool_legacy::~pool_legacy() {
     release_oldest(SIZE_MAX, scope::everything);
 }
 
-size_t pool_legacy::cached_bytes() const {
-    return bins_.bytes() + reserve_.bytes();
+size_t pool_legacy::first_of(size_t n) const {
+    auto it =
+        std::lower_bound(buffers_.begin(), buffers_.end(), n, [](const buffer & b, size_t m) { return b.size < m; });
+    return size_t(it - buffers_.begin());
 }
 
-size_t pool_legacy::live_buffers() const {
-    size_t n = 0;
-    bins_.for_each_out([&](void *, size_t) { n++; });
-    return n;
-}
-
-bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    return bins_.first_out(ptr, size);
-}
-
-void pool_legacy::note_growth(size_t size) {
-    reserve_.grow_to(size, [&](const size_bins::buffer & b) {
-        bins_.reserve(b.size);
-        bins_.lend(b.ptr, b.size);
-        bins_.put(bins_.find_out(b.ptr, b.size), ++outgrown_);
-    });
-}
-
-bool pool_legacy::take_reserved(size_t size, bool growing, size_bins::buffer * hit) {
-    if (!reserve_.best_fit(size, hit)) {
-        return false;
+size_t pool_legacy::best_fit(size_t n, use state) const {
+    size_t best = end();
+    for (size_t i = first_of(n); i < end() && buffers_[i].size <= most_for(n); i++) {
+        if (best != end() && buffers_[i].size != buffers_[best].size) {
+            break; // a larger size: the best is found
+        }
+        if (buffers_[i].state == state && (best == end() || buffers_[i].last_use > buffers_[best].last_use)) {
+            best = i;
+        }
     }
-    bins_.reserve(hit->size); // recorded out, as every buffer handed out is (may throw: nothing taken)
-    reserve_.take(hit->ptr);
-    bins_.lend(hit->ptr, hit->size, growing);
-    return true;
+    return best;
 }
 
-bool pool_legacy::serve_hit(size_t size, void ** ptr, size_t * actual) {
-    size_bins::buffer hit{};
-    if (!bins_.take_slotted(size, &hit)) {
-        return false;
+size_t pool_legacy::find_out(const void * ptr, size_t size) const {
+    // ggml frees the buffer taken last first: its place, where it still is, before a search
+    size_t i = last_taken_ < end() && buffers_[last_taken_].ptr == ptr ? last_taken_ : first_of(size);
+    for (; i < end() && buffers_[i].size == size; i++) {
+        if (buffers_[i].ptr == ptr) {
+            return buffers_[i].state == use::out || buffers_[i].state == use::out_growing ? i : end();
+        }
     }
-    clock_++;
-    *ptr    = hit.ptr;
-    *actual = hit.size;
-    return true;
+    return end();
+}
+
+size_t pool_legacy::count(use state) const {
+    return size_t(std::count_if(buffers_.begin(), buffers_.end(), [&](const buffer & b) { return b.state == state; }));
 }
 
 status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     clock_++;
-    size_bins::buffer hit{};
-    // best fit: the smallest cached buffer that holds the request
-    if (r.growing() ? take_growing(r, &hit) : bins_.take(r.size, &hit)) {
-        *ptr    = hit.ptr;
-        *actual = hit.size;
-        hit_.counts.hits++;
-        return OK;
+    size_t i = r.growing() ? take_growing(r) : best_fit(r.size, use::cached);
+    if (i == end()) {
+        return miss(r, ptr, actual);
     }
-    return miss(r, ptr, actual);
+    if (!r.growing()) {
+        buffers_[i].state = use::out;
+    }
+    buffers_[i].last_use = clock_;
+    last_taken_          = i;
+    cached_--;
+    hot_.hits++;
+    *ptr    = buffers_[i].ptr;
+    *actual = buffers_[i].size;
+    return OK;
 }
 
-bool pool_legacy::take_growing(const request & r, size_bins::buffer * hit) {
-    note_growth(r.size);
-    if (take_reserved(r.size, true, hit)) { // the reserve first
-        return true;
+size_t pool_legacy::take_growing(const request & r) {
+    // reserve buffers the request has outgrown: any request may take them, and they go back first
+    need_ = r.size;
+    for (buffer & b : buffers_) {
+        if (b.state == use::growth && b.size < need_) {
+            b.state    = use::cached;
+            b.last_use = ++outgrown_;
+        }
     }
-    if (!bins_.take(r.size, hit)) {
-        return false;
+    size_t i = best_fit(r.size, use::growth);
+    if (i == end()) {
+        i = best_fit(r.size, use::cached);
     }
-    // a growing request's buffer goes to the reserve once freed, but not an ordinary one larger
-    // than its miss would take: that was made for another request (a weight matrix's
-    // dequantization), which would miss while it waits there for growing requests only
-    if (hit->size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING)) {
-        bins_.hold_for_growth(*hit);
+    // a cached buffer larger than the request's miss would take was made for another request (a
+    // weight's dequantization): it goes back to the ordinary cache once freed, for that request
+    if (i != end()) {
+        const bool kept = buffers_[i].state == use::growth ||
+                          buffers_[i].size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
+        buffers_[i].state = kept ? use::out_growing : use::out;
     }
-    return true;
+    return i;
 }
 
 class pool_legacy::steps final : public recovery_steps {
@@ -92,9 +95,7 @@ class pool_legacy::steps final : public recovery_steps {
     steps(pool_legacy & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
 
     status retry() override { return p_.drv_.malloc(p_.device_, *bytes_, ptr_); }
-    status give_back() override { return p_.give_back(*bytes_, ptr_, &how_); }
-    // the doubling and the look-ahead are worth the recovery (a reclaim costs less than the
-    // misses they spare), not a failed request
+    status reclaim() override { return p_.reclaim(*bytes_, ptr_, &how_); }
     status fall_back() override { return p_.fall_back(r_, bytes_, ptr_); }
 
     void refuse_in_capture() override {
@@ -104,11 +105,11 @@ class pool_legacy::steps final : public recovery_steps {
     }
     void report(status /*st*/) override {
         if (how_ == nullptr) {
-            return; // the synchronize's line said why nothing was given back
+            return; // the synchronize's line said why nothing was freed
         }
         p_.driver_failed(GGML_CPOOL_LOG_WARN,
                          "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                         to_mib(*bytes_), how_, to_mib(p_.hit_.counts.live_bytes), TRANSIENT_RETRIES);
+                         to_mib(*bytes_), how_, to_mib(p_.hot_.live_bytes), TRANSIENT_RETRIES);
     }
 
   private:
@@ -122,10 +123,27 @@ class pool_legacy::steps final : public recovery_steps {
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     stats_.misses++;
     size_t bytes = miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
-    bins_.reserve(bytes); // room for it to come back, before anything is taken (may throw)
+    reserve_at_least(buffers_, buffers_.size() + 1); // its record's room, before anything is taken (may throw)
     keep_within_headroom(bytes);
-    status st = drv_.malloc(device_, bytes, ptr, cached_bytes());
-    if (st == OUT_OF_MEMORY && !r.growing() && serve_from_reserve(r.size, bytes, ptr, actual)) {
+    status st = OK;
+    {
+        const reclaim_scope asking(*this);
+        st = drv_.malloc(device_, bytes, ptr);
+    }
+    const size_t reserved = st == OUT_OF_MEMORY && !r.growing() ? best_fit(r.size, use::growth) : end();
+    if (reserved != end()) {
+        // a reserve buffer serves it rather than going back in the reclaim that would follow
+        driver_failed();
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
+                      to_mib(bytes), to_mib(buffers_[reserved].size));
+        buffer & b = buffers_[reserved];
+        b.state    = use::out;
+        b.last_use = clock_;
+        cached_--;
+        stats_.misses--;
+        hot_.hits++;
+        *ptr    = b.ptr;
+        *actual = b.size;
         return OK;
     }
     if (st == OUT_OF_MEMORY) {
@@ -136,57 +154,38 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
                       ggml_cpool_status_str(st));
     }
     if (st != OK) {
-        bins_.unreserve(bytes);
         return st;
     }
     on_driver_alloc(bytes);
-    bins_.lend(*ptr, bytes, r.growing());
+    auto at = std::upper_bound(buffers_.begin(), buffers_.end(), bytes,
+                               [](size_t m, const buffer & b) { return m < b.size; });
+    buffers_.insert(at, { bytes, *ptr, clock_, r.growing() ? use::out_growing : use::out }); // within the room made
     *actual = bytes;
     return OK;
 }
 
 status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
     const size_t refused = *bytes;
-    size_t       next    = fallback_bytes(r, refused, LOOK_AHEAD_DIVISOR, ROUNDING);
-    while (next != 0) {
+    for (size_t next = fallback_bytes(r, refused, LOOK_AHEAD_DIVISOR, ROUNDING); next != 0;
+         next        = fallback_bytes(r, next, LOOK_AHEAD_DIVISOR, ROUNDING)) {
         driver_failed(); // the refusal before this attempt: the lines of the caller or below say how it ends
-        // the room kept for the buffer to come back follows its size (may throw: none is kept then)
-        bins_.unreserve(*bytes);
-        bins_.reserve(next);
         *bytes = next;
         if (drv_.malloc(device_, next, ptr) == OK) {
             log_fallback(refused, next, r.size);
             return OK;
         }
-        next = fallback_bytes(r, next, LOOK_AHEAD_DIVISOR, ROUNDING);
     }
     driver_failed();
     return OUT_OF_MEMORY;
 }
 
-bool pool_legacy::serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual) {
-    if (!reserve_.holds(size)) {
-        return false;
-    }
-    driver_failed(); // the line below says how it ends
-    bins_.unreserve(bytes);
-    size_bins::buffer hit{};
-    take_reserved(size, false, &hit); // may throw: nothing is taken then
-    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growing buffer instead", name(),
-                  to_mib(bytes), to_mib(hit.size));
-    stats_.misses--;
-    hit_.counts.hits++;
-    *ptr    = hit.ptr;
-    *actual = hit.size;
-    return true;
-}
-
 void pool_legacy::keep_within_headroom(size_t bytes) {
-    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED || cached_ == count(use::growth)) {
         return;
     }
-    const size_t excess = headroom_excess(stats(), bytes, opt_.headroom_pct);
-    if (excess == 0 || bins_.count() == 0 || capturing()) {
+    const size_t peak   = std::max(hot_.peak_live_bytes, hot_.live_bytes + bytes);
+    const size_t budget = headroom_budget(peak, opt_.headroom_pct);
+    if (stats_.reserved_bytes + bytes <= budget || capturing()) {
         return;
     }
     // queued kernels may still use cached buffers: they finish before any goes back
@@ -196,14 +195,13 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                       ggml_cpool_status_str(st));
         return;
     }
-    const size_t peak  = std::max(hit_.counts.peak_live_bytes, hit_.counts.live_bytes + bytes);
-    const size_t freed = release_oldest(excess, scope::ordinary);
+    const size_t freed = release_oldest(stats_.reserved_bytes + bytes - budget, scope::ordinary);
     GCP_LOG_DEBUG("%s: %.2f MiB more would hold %.2f MiB for %.2f MiB live at peak; gave back %.2f MiB least "
                   "recently used",
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
+status pool_legacy::reclaim(size_t bytes, void ** ptr, const char ** how) {
     // queued kernels may still use cached buffers: let them finish before any goes back; it also
     // lets other streams' frees land. The pool's stream, not the device: a device-wide
     // synchronize would break a graph capture that another context runs on this device
@@ -213,142 +211,141 @@ status pool_legacy::give_back(size_t bytes, void ** ptr, const char ** how) {
                       ggml_cpool_status_str(st));
         return st;
     }
-    if (cached_count() == 0) {
-        // nothing to give back: one retry, for a failure that has passed by now
-        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(bytes), to_mib(hit_.counts.live_bytes));
+    // a retry once `after` (its line's words) went back; the flush below, or the caller, says what
+    // follows a refusal
+    auto retried = [&](const char * after) {
         if (drv_.malloc(device_, bytes, ptr) == OK) {
-            GCP_LOG_DEBUG("%s: retry succeeded", name());
-            return OK;
+            GCP_LOG_DEBUG("%s: retry succeeded%s", name(), after);
+            return true;
         }
         driver_failed();
+        return false;
+    };
+    char after[64];
+    if (cached_ == 0) {
+        // nothing to free: one retry, for a failure that has passed by now
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
+                      to_mib(bytes), to_mib(hot_.live_bytes));
         *how = "out of memory with nothing cached";
-        return OUT_OF_MEMORY;
+        return retried("") ? OK : OUT_OF_MEMORY;
     }
-
     if (opt_.lru) {
-        size_t target = RECLAIM_FACTOR * bytes;
+        const size_t target = RECLAIM_FACTOR * bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
                       name(), to_mib(bytes), to_mib(target), to_mib(cached_bytes()));
-        size_t freed = release_oldest(target, scope::unpinned);
+        const size_t freed = release_oldest(target, scope::unpinned);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
-        if (drv_.malloc(device_, bytes, ptr) == OK) {
-            GCP_LOG_DEBUG("%s: retry succeeded after reclaiming %.2f MiB", name(), to_mib(freed));
+        snprintf(after, sizeof(after), " after reclaiming %.2f MiB", to_mib(freed));
+        if (retried(after)) {
             return OK;
         }
-        driver_failed(); // the flush below, or the caller, says what comes next
-        if (cached_count() == 0) {
-            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed after reclaiming all %.2f MiB cached", name(), to_mib(bytes),
-                          to_mib(freed));
+        if (cached_ == 0) {
             *how = "out of memory after reclaiming everything cached";
             return OUT_OF_MEMORY;
         }
     }
-
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
                   to_mib(cached_bytes()));
-    size_t freed = release_oldest(SIZE_MAX, scope::unpinned);
+    const size_t freed = release_oldest(SIZE_MAX, scope::unpinned);
     stats_.flushes++;
-    if (drv_.malloc(device_, bytes, ptr) == OK) {
-        GCP_LOG_DEBUG("%s: retry succeeded after freeing %.2f MiB", name(), to_mib(freed));
-        return OK;
-    }
-    driver_failed();
     *how = "out of memory after freeing everything cached";
-    return OUT_OF_MEMORY;
+    snprintf(after, sizeof(after), " after freeing %.2f MiB", to_mib(freed));
+    return retried(after) ? OK : OUT_OF_MEMORY;
 }
 
-bool pool_legacy::release(const size_bins::buffer & b) {
-    status st = drv_.free(device_, b.ptr);
+bool pool_legacy::release(size_t i) {
+    const buffer b  = buffers_[i];
+    status       st = drv_.free(device_, b.ptr);
     if (st != OK) {
         // kept cached: a buffer the driver would not take back is not lost from the accounting
         driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr,
                       to_mib(b.size), ggml_cpool_status_str(st));
         return false;
     }
-    if (!reserve_.remove(b.ptr)) {
-        bins_.remove(b.ptr, b.size);
-    }
+    buffers_.erase(buffers_.begin() + std::ptrdiff_t(i));
+    cached_--;
     on_driver_free(b.size);
     return true;
 }
 
 size_t pool_legacy::release_oldest(size_t target, scope which) {
-    // oldest stamp first (outgrown buffers, then least recently used), by a scan per buffer: no
-    // allocation, so this also serves destruction; each cached buffer has a stamp of its own, so
-    // `after` steps over the refused ones
+    // oldest stamp first, by a scan per buffer: no allocation, so this also serves destruction.
+    // Stamps are unique, so `after` steps over the buffers the driver refused
     size_t   freed = 0;
     uint64_t after = 0;
     while (freed < target) {
-        size_bins::buffer next{};
-        bool              found    = false;
-        auto              consider = [&](const size_bins::buffer & b) {
-            if (b.last_use > after && (!found || b.last_use < next.last_use) &&
+        size_t oldest = end();
+        for (size_t i = 0; i < end(); i++) {
+            const buffer & b      = buffers_[i];
+            const bool     cached = b.state == use::cached || (which != scope::ordinary && b.state == use::growth);
+            if (cached && b.last_use > after && (oldest == end() || b.last_use < buffers_[oldest].last_use) &&
                 (which == scope::everything || !pinned(b.ptr))) {
-                next  = b;
-                found = true;
+                oldest = i;
             }
-        };
-        bins_.for_each(consider);
-        if (which != scope::ordinary) {
-            reserve_.for_each(consider);
         }
-        if (!found) {
+        if (oldest == end()) {
             break;
         }
-        after = next.last_use;
-        freed += release(next) ? next.size : 0;
+        after             = buffers_[oldest].last_use;
+        const size_t size = buffers_[oldest].size;
+        freed += release(oldest) ? size : 0;
     }
     return freed;
 }
 
-bool pool_legacy::serve_free(void * ptr, size_t actual) noexcept {
-    // back to its slot, on the hit line (size-bins.h); a full cache may send it to the driver
-    if (GCP_LIKELY(!cache_full()) && bins_.put_slotted(ptr, actual, clock_ + 1)) {
-        clock_++;
-        return true;
+bool pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    const size_t i = find_out(ptr, actual);
+    if (GCP_UNLIKELY(i == end())) {
+        return false;
     }
-    return false;
-}
-
-size_t pool_legacy::do_free(void * ptr, size_t actual) noexcept {
-    if (serve_free(ptr, actual)) {
-        return actual;
-    }
-    const size_bins::out_ref at = bins_.find_out(ptr, actual);
-    if (GCP_UNLIKELY(!at.found())) {
-        static_assert(size_bins::NONE == NOT_LIVE, "a size the bins do not hold is no live buffer");
-        return bins_.size_out(ptr); // NOT_LIVE, or the size it is out at
-    }
-    clock_++;
-    if (GCP_UNLIKELY(at.growing || cache_full()) && set_aside(at, ptr, actual)) {
-        return actual;
-    }
-    bins_.put(at, clock_); // within the room its bin kept
-    return actual;
-}
-
-bool pool_legacy::set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept {
+    buffer &   b = buffers_[i];
     // still as large as the latest growing request: kept for the next steps of the growth
-    if (at.growing && reserve_.keep(ptr, actual, clock_)) {
-        bins_.forget(at);
-        return true;
+    const bool growth = GCP_UNLIKELY(b.state == use::out_growing) && b.size >= need_ &&
+                        count(use::growth) < MAX_GROWING;
+    b.state    = growth ? use::growth : use::cached;
+    b.last_use = ++clock_;
+    if (GCP_UNLIKELY(++cached_ > MAX_CACHED_BUFFERS)) {
+        release_over_bound(i);
     }
-    if (cache_full() && !pinned(ptr) && !capturing()) {
-        GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
-                      to_mib(actual));
-        status st = drv_.free(device_, ptr);
-        if (st == OK) {
-            bins_.forget(at);
-            on_driver_free(actual);
+    return true;
+}
+
+void pool_legacy::release_over_bound(size_t i) noexcept {
+    if (pinned(buffers_[i].ptr) || capturing()) {
+        return; // kept cached past the bound: still accounted, and the next flush tries again
+    }
+    GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
+                  to_mib(buffers_[i].size));
+    release(i);
+}
+
+std::optional<size_t> pool_legacy::live_size(const void * ptr) const {
+    for (const buffer & b : buffers_) {
+        if (b.ptr == ptr && (b.state == use::out || b.state == use::out_growing)) {
+            return b.size;
+        }
+    }
+    return std::nullopt;
+}
+
+bool pool_legacy::any_live(void ** ptr, size_t * size) const {
+    for (const buffer & b : buffers_) {
+        if (b.state == use::out || b.state == use::out_growing) {
+            *ptr  = b.ptr;
+            *size = b.size;
             return true;
         }
-        // kept cached past the limit: still accounted, and the next flush tries again
-        driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p failed (%s); kept cached", ptr,
-                      ggml_cpool_status_str(st));
     }
     return false;
+}
+
+size_t pool_legacy::cached_bytes() const {
+    size_t n = 0;
+    for (const buffer & b : buffers_) {
+        n += b.state == use::cached || b.state == use::growth ? b.size : 0;
+    }
+    return n;
 }
 
 status pool_legacy::trim() {
@@ -357,13 +354,10 @@ status pool_legacy::trim() {
         return UNSUPPORTED;
     }
     release_oldest(SIZE_MAX, scope::unpinned);
-    bool refused = false;
-    auto check   = [&](const size_bins::buffer & b) { refused = refused || !pinned(b.ptr); };
-    bins_.for_each(check);
-    reserve_.for_each(check);
+    const bool refused = std::any_of(buffers_.begin(), buffers_.end(), [&](const buffer & b) {
+        return (b.state == use::cached || b.state == use::growth) && !pinned(b.ptr);
+    });
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }
-
-GCP_HIT_PATH_OF(pool_legacy);
 
 } // namespace gcp

@@ -1,29 +1,36 @@
 #pragma once
-// Legacy pool: caches whole freed buffers and serves best fit. On a driver out-of-memory it
-// frees least-recently-used cached buffers (3x the request), retries, then flushes everything
-// and retries once (option lru off: flush and retry only, the plain kind), then asks for the
-// request without its doubling or look-ahead before it gives up. What it holds stays
-// near what it has needed at once (the headroom and the growth reserve, growth-reserve.h): before
-// a miss takes more from the driver, cached buffers that a growing request has outgrown, then
-// least-recently-used ones, go back (out-of-memory recovery, too, takes outgrown buffers first).
+// Legacy pool: ggml's legacy pool, made recoverable. The whole policy:
+// - a freed buffer is cached whole, never split or merged, up to MAX_CACHED_BUFFERS of them;
+// - a request takes the smallest cached buffer that holds it (best fit; of one size, the last
+//   used), unless it would waste more than max(request, WASTE_SLACK) bytes: then it misses;
+// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more, rounded up to
+//   ROUNDING; a growing request (OVERALLOCATE) for twice its size, never beyond its limit;
+// - every buffer carries the tick of its last use: the clock ticks at every alloc and free;
+// - a buffer that served a growing request is kept for growing requests alone while it holds the
+//   latest one (the growth reserve, MAX_GROWING buffers); outgrown, it is the first to go back;
+// - before a miss, what would take the pool past its headroom above the peak live bytes goes back,
+//   outgrown buffers first, then the least recently used;
+// - on a driver out-of-memory: synchronize, free the least recently used cached buffers until
+//   RECLAIM_FACTOR times the request is freed, retry; free every cached buffer, retry; ask for the
+//   request's own size; then the ladder's transient retries (recovery.h); then OUT_OF_MEMORY;
+// - the plain kind skips the LRU step; a HIP build with several GPUs gets it (context.cpp).
+// A captured graph's pinned buffers never go back (pool.h). The buffers handed out are the
+// pool's record of live buffers: a free finds its own, or is refused.
 
-#include "growth-reserve.h"
 #include "pool.h"
-#include "size-bins.h"
+
+#include <vector>
 
 namespace gcp {
 
 class pool_legacy final : public pool {
   public:
-    // ggml's slot count: enough for every scratch buffer of a graph, bounded so a full cache
-    // gives memory back rather than growing without end
-    static constexpr size_t MAX_CACHED_BUFFERS = 256;
-    // a miss allocates 5% more so a slightly larger request next time still hits
+    static constexpr size_t MAX_CACHED_BUFFERS = 256; // ggml's: a graph's scratch, and a bound
     static constexpr size_t LOOK_AHEAD_DIVISOR = 20;
     static constexpr size_t ROUNDING           = 256;
-    // LRU reclaim frees this multiple of the failed allocation, so the retry can also leave
-    // room for the next few requests instead of failing again one buffer later
-    static constexpr size_t RECLAIM_FACTOR = 3;
+    static constexpr size_t RECLAIM_FACTOR     = 3; // room for the next few requests too
+    static constexpr size_t MAX_GROWING        = 8; // a context's K and V conversions, and a few more
+    static constexpr size_t WASTE_SLACK        = 16 * MiB;
 
     struct options {
         bool     lru;          // LRU reclaim before the flush (false: the plain kind)
@@ -35,78 +42,71 @@ class pool_legacy final : public pool {
 
     status trim() override;
 
-  protected:
-    // who records the buffers out (pool::live_record)
-    static constexpr live_record RECORD = live_record::kind; // the bins
+    // the largest buffer that may serve a request of n bytes (the waste bound)
+    static size_t most_for(size_t n) { return n + std::max(n, WASTE_SLACK); }
 
-    friend class pool; // calls the hit path (hit-path.h)
-    // a request that does not grow, served by a slot without a search; false, with nothing
-    // changed, where it needs more
-    GCP_HIT_PATH bool   serve_hit(size_t size, void ** ptr, size_t * actual);
-    GCP_HIT_PATH status do_alloc(const request & r, void ** ptr, size_t * actual);
-    // a free back to its slot, on the hit line; false, with nothing changed, otherwise
-    GCP_HIT_PATH bool   serve_free(void * ptr, size_t actual) noexcept;
-    GCP_HIT_PATH size_t do_free(void * ptr, size_t actual) noexcept;
-    size_t              cached_bytes() const override;
-    // the bins record what is out too (size-bins.h)
-    size_t              live_buffers() const override;
-    bool                any_live(void ** ptr, size_t * size) const override;
+  protected:
+    friend class pool; // calls do_alloc and do_free by this class's name
+    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool                  do_free(void * ptr, size_t actual) noexcept final;
+    std::optional<size_t> live_size(const void * ptr) const override;
+    bool                  any_live(void ** ptr, size_t * size) const override;
+    size_t                cached_bytes() const override;
 
   private:
-    // out of line, so that the hit paths stay short: a request no cached buffer holds; a free
-    // that may not go to the cache (a growing buffer, or the cache is full), false when it may
-    GCP_COLD status miss(const request & r, void ** ptr, size_t * actual);
-    GCP_COLD bool   set_aside(size_bins::out_ref at, void * ptr, size_t actual) noexcept;
-    // the best fit for a growing request (the reserve first), held for the growth; false when
-    // nothing cached holds it. Out of line: a few requests a step grow
-    GCP_COLD bool   take_growing(const request & r, size_bins::buffer * hit);
-
-    // what release_oldest may give back: cached buffers outside the growth reserve that no
-    // captured graph pins (the headroom rule); every unpinned one (out-of-memory recovery, trim);
-    // every one (destruction)
+    enum class use : uint8_t {
+        cached,      // any request may take it
+        growth,      // cached for growing requests alone: the growth reserve
+        out,         // handed out
+        out_growing, // handed out to a growing request: into the reserve once freed, if it still fits
+    };
+    struct buffer {
+        size_t   size;
+        void *   ptr;
+        uint64_t last_use; // the clock when it was last handed out or cached
+        use      state;
+    };
+    // what release_oldest may give back: ordinary cached buffers no graph pins (the headroom
+    // rule); the reserve's too (out-of-memory recovery, trim); every one (destruction)
     enum class scope { ordinary, unpinned, everything };
+    class steps; // the rungs of the out-of-memory ladder for one miss
 
-    class steps; // the rungs of the out-of-memory ladder (recovery.h) for one miss
-    // the ladder's give_back: synchronize, then reclaim, flush, a retry after each; on
-    // OUT_OF_MEMORY *how says what was tried, and stays null where a line said why nothing could be
-    status give_back(size_t bytes, void ** ptr, const char ** how);
-    // after the driver refused *bytes for r: the request at the smaller sizes fallback_bytes
-    // gives, until one is taken (*bytes: the last size asked for, whose room the bins keep)
-    status fall_back(const request & r, size_t * bytes, void ** ptr);
-    void   keep_within_headroom(size_t bytes);   // before a miss takes `bytes` more
-    bool   release(const size_bins::buffer & b); // one cached buffer to the driver; false if refused
+    size_t              end() const { return buffers_.size(); }
+    // the first buffer of at least n bytes
+    size_t              first_of(size_t n) const;
+    // the smallest buffer in `state` that may serve n bytes, the newest of its size (end(): none)
+    size_t              best_fit(size_t n, use state) const;
+    // ptr's buffer, handed out at `size` (end(): none)
+    size_t              find_out(const void * ptr, size_t size) const;
+    size_t              count(use state) const;
+    // the best fit for a growing request, the reserve first, handed out (end(): none)
+    size_t              take_growing(const request & r);
+    // a request no cached buffer serves
+    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
+    // a buffer freed past the cache's bound goes back to the driver, unless pinned or captured
+    GCP_COLD void       release_over_bound(size_t i) noexcept;
+    // the ladder's rungs: synchronize, LRU reclaim and flush, a retry after each (*how: what was
+    // tried, null where a line said why nothing could be); the request at smaller sizes
+    status              reclaim(size_t bytes, void ** ptr, const char ** how);
+    status              fall_back(const request & r, size_t * bytes, void ** ptr);
+    void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
+    bool                release(size_t i);                  // a cached buffer to the driver; false if refused
     // cached buffers in `which`, least recently used first, until `target` bytes went back
-    size_t release_oldest(size_t target, scope which);
-    size_t cached_count() const { return bins_.count() + reserve_.count(); }
-    // whether the cache holds its bound of buffers (the bins' count first: the reserve's lies on
-    // another line, and matters only near the bound)
-    bool   cache_full() const;
-    // a growing request of `size`: reserve buffers it has outgrown become ordinary cached ones
-    void   note_growth(size_t size);
-    // the best fit in the reserve, counted out, for a growing request or not (false when none
-    // holds the request)
-    bool   take_reserved(size_t size, bool growing, size_bins::buffer * hit);
-    // a request that is not growing, refused by the driver: a reserve buffer that holds it
-    // serves it rather than the memory going back in the reclaim that would follow (false: none)
-    bool   serve_from_reserve(size_t size, size_t bytes, void ** ptr, size_t * actual);
+    size_t              release_oldest(size_t target, scope which);
 
-    // a cached buffer's stamp orders the give-backs (release_oldest). A buffer a growing request
-    // has outgrown is stamped from a count of its own below FIRST_USE, so it goes back before any
-    // buffer a request has used, however recently the growing buffer itself was used: nothing
-    // asks for it again, while a scratch freed just before it (ggml frees in reverse order) is
-    // asked for again in the next step
+    // An outgrown buffer's stamp counts up from 0, every other one from FIRST_USE: outgrown
+    // buffers go back first, since nothing asks for them again
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
 
-    // the hit path's fields first, from a cache line of their own (pool.h says why)
-    alignas(CACHE_LINE) uint64_t clock_ = FIRST_USE; // ticks once per alloc and free: a total order of uses
-    size_bins      bins_;
-    growth_reserve reserve_;
-    options        opt_;
-    uint64_t       outgrown_ = 0; // ticks once per outgrown buffer, oldest outgrown first
+    // what a hit reads, on a line of its own
+    alignas(CACHE_LINE)
+        std::vector<buffer, line_aligned_allocator<buffer>> buffers_; // ascending sizes, cached and out alike
+    uint64_t clock_      = FIRST_USE;
+    size_t   last_taken_ = 0; // where the last hit's buffer was
+    size_t   cached_     = 0; // buffers cached, the reserve's included
+    size_t   need_       = 0; // the latest growing request
+    uint64_t outgrown_   = 0;
+    options  opt_;
 };
-
-inline bool pool_legacy::cache_full() const {
-    return bins_.count() + growth_reserve::MAX_GROWING >= MAX_CACHED_BUFFERS && cached_count() >= MAX_CACHED_BUFFERS;
-}
 
 } // namespace gcp

@@ -27,7 +27,11 @@ observed_registry & registry() {
 
 } // namespace
 
-void pool::enroll() {
+pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
+    device_(device),
+    stream_(stream),
+    drv_(drv) {
+    hot_.kind                     = kind;
     observed_registry &         r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     next_ = r.head;
@@ -35,7 +39,7 @@ void pool::enroll() {
         next_->prev_ = this;
     }
     r.head = this;
-    hit_.observed.store(r.on, std::memory_order_relaxed);
+    hot_.observed.store(r.on, std::memory_order_relaxed);
 }
 
 pool::~pool() {
@@ -52,7 +56,7 @@ void pool::observe_all(bool on) {
     std::lock_guard<std::mutex> lock(r.mutex);
     r.on = on;
     for (pool * p = r.head; p != nullptr; p = p->next_) {
-        p->hit_.observed.store(on, std::memory_order_relaxed);
+        p->hot_.observed.store(on, std::memory_order_relaxed);
     }
 }
 
@@ -65,10 +69,10 @@ const char * pool::name() const {
 
 ggml_cpool_stats pool::stats() const {
     ggml_cpool_stats s = stats_;
-    s.live_bytes       = hit_.counts.live_bytes;
-    s.peak_live_bytes  = hit_.counts.peak_live_bytes;
-    s.allocs           = hit_.counts.hits + unhit_allocs_;
-    s.hits             = hit_.counts.hits;
+    s.live_bytes       = hot_.live_bytes;
+    s.peak_live_bytes  = hot_.peak_live_bytes;
+    s.allocs           = hot_.allocs;
+    s.hits             = hot_.hits;
     s.cached_bytes     = cached_bytes();
     return s;
 }
@@ -88,7 +92,7 @@ status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
     return OUT_OF_MEMORY;
 }
 
-void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_back) {
+void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
     try {
         // everything that allocates first: the graph's list then never holds a buffer that
         // was not handed out
@@ -101,34 +105,35 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits, kind_free give_b
         p.size = std::max(p.size, *actual);
     } catch (...) {
         // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
-        give_back(*this, *ptr, *actual);
-        hit_.counts.hits = hits;
-        *ptr             = nullptr;
-        *actual          = 0;
+        do_free(*ptr, *actual);
+        hot_.hits = hits;
+        *ptr      = nullptr;
+        *actual   = 0;
         throw;
     }
 }
 
-status pool::reject_free(const void * ptr, size_t actual, size_t recorded) const {
-    if (recorded == NOT_LIVE) {
+status pool::reject_free(const void * ptr, size_t actual) const {
+    const std::optional<size_t> live = live_size(ptr);
+    if (!live) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
     } else {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      recorded);
+                      *live);
     }
     return INVALID_ARGUMENT;
 }
 
 void pool::pin_begin(uint64_t graph) {
     pinning_   = graph;
-    hit_.flags = uint8_t(graph != 0 ? hit_.flags | PINNING : hit_.flags & ~PINNING);
+    hot_.flags = uint8_t(graph != 0 ? hot_.flags | PINNING : hot_.flags & ~PINNING);
 }
 
 void pool::declare_capture(int capturing) {
-    hit_.flags = uint8_t(hit_.flags & ~(DECLARED | DECLARED_CAPTURING));
+    hot_.flags = uint8_t(hot_.flags & ~(DECLARED | DECLARED_CAPTURING));
     if (capturing >= 0) {
-        hit_.flags = uint8_t(hit_.flags | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
+        hot_.flags = uint8_t(hot_.flags | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
     }
 }
 
@@ -225,31 +230,18 @@ void pool::on_released(size_t bytes) {
     stats_.reserved_bytes -= bytes;
 }
 
-bool pool::any_live(void ** ptr, size_t * size) const {
-    bool found = false;
-    live_.for_each([&](const void * p, size_t s) {
-        if (!found) {
-            *ptr  = const_cast<void *>(p);
-            *size = s;
-            found = true;
-        }
-    });
-    return found;
-}
-
 void pool::release_live() {
-    const size_t live = live_buffers();
-    if (live == 0) {
-        return;
+    // one at a time, as the record names them: no copy, so no allocation in a destructor. A free of
+    // what the record holds never fails; the test stops a kind's mistake from looping
+    const size_t bytes = hot_.live_bytes;
+    size_t       n     = 0;
+    void *       ptr   = nullptr;
+    size_t       size  = 0;
+    while (any_live(&ptr, &size) && free(ptr, size) == OK) {
+        n++;
     }
-    GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); releasing them", name(), live,
-                 to_mib(hit_.counts.live_bytes));
-    // one at a time, as the record names them: no copy, so no allocation in a destructor. A free
-    // of what the record holds never fails; the bound keeps a kind's mistake from looping
-    void * ptr  = nullptr;
-    size_t size = 0;
-    for (size_t i = 0; i < live && any_live(&ptr, &size); i++) {
-        free(ptr, size);
+    if (n != 0) {
+        GCP_LOG_WARN("%s: destroyed with %zu live buffers (%.2f MiB); released them", name(), n, to_mib(bytes));
     }
 }
 

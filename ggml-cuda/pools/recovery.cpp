@@ -17,7 +17,7 @@ status pool::climb(recovery_steps & steps) {
         }
         return st;
     }
-    status st = steps.give_back();
+    status st = steps.reclaim();
     if (st == OUT_OF_MEMORY) {
         driver_failed();
         st = steps.fall_back();

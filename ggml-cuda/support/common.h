@@ -21,27 +21,21 @@ constexpr status INVALID_ARGUMENT = GGML_CPOOL_STATUS_INVALID_ARGUMENT;
 constexpr status DRIVER_ERROR     = GGML_CPOOL_STATUS_DRIVER_ERROR;
 constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
 
-// the cache line the hit paths lay their fields out by: between two pool calls an engine's kernel
-// launches evict the pool, and each line a call touches is a miss
+// between two pool calls an engine's kernel launches evict the pool: each line a call touches is a miss
 constexpr size_t CACHE_LINE = 64;
 
-// the branch a hit path takes, for the compiler to lay the other one away from its lines; and a
-// cold path kept out of the function that calls it: the hit path then saves fewer registers, and
-// the compiler, told the branch to it is rarely taken, lays it (and what leads only to it) away
-// from the hit path's lines. GCP_NOINLINE keeps out of line a path that is not rare (a miss);
-// GCP_UNREACHABLE tells the compiler a branch is never taken, which spares the code after it
+// the branch a hit takes, for the compiler to lay the other away from its lines; a path kept out
+// of its caller: a rare one (GCP_COLD), or one that is not rare but need not be inline (a miss)
 #if defined(__GNUC__)
-#    define GCP_LIKELY(x)     __builtin_expect(!!(x), 1)
-#    define GCP_UNLIKELY(x)   __builtin_expect(!!(x), 0)
-#    define GCP_COLD          __attribute__((noinline, cold))
-#    define GCP_NOINLINE      __attribute__((noinline))
-#    define GCP_UNREACHABLE() __builtin_unreachable()
+#    define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
+#    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#    define GCP_COLD        __attribute__((noinline, cold))
+#    define GCP_NOINLINE    __attribute__((noinline))
 #else
 #    define GCP_LIKELY(x)   (x)
 #    define GCP_UNLIKELY(x) (x)
 #    define GCP_COLD
 #    define GCP_NOINLINE
-#    define GCP_UNREACHABLE() ((void) 0)
 #endif
 
 constexpr size_t MiB = size_t(1) << 20;
@@ -63,7 +57,7 @@ template <typename V> void reserve_at_least(V & v, size_t need) {
     }
 }
 
-// a vector's storage that starts a cache line: the legacy pool's search over up to 8 sizes reads one
+// storage that starts a cache line: the legacy pool's few buffers then take as few lines as they can
 template <typename T> struct line_aligned_allocator {
     using value_type         = T;
     line_aligned_allocator() = default;

@@ -5,7 +5,7 @@
 //                         at least size while its pool holds memory it could give back (cached
 //                         buffers; for VMM, mapped memory no buffer uses; for async, the device
 //                         pool's unused memory and the capture cache) fails once: the recovery it
-//                         tests has something to recover (driver.h's reclaimable)
+//                         tests has something to recover (driver.h's reclaim_scope)
 //   oneshot-any=<size>    the same at the first such call, whatever the pool holds
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...
