@@ -185,10 +185,7 @@ class pool_async::steps final : public recovery_steps {
 };
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    // before anything is taken: its record, and room for every buffer handed out to be held back
-    // (pinned, capturing, or the driver refused it), with the reuse cache's when they leave it
-    live_.reserve(live_.size() + 1);
-    reserve_at_least(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
+    live_.reserve(live_.size() + 1); // its record, before anything is taken
     const status st = take(r, ptr, actual);
     if (st == OK) {
         live_.insert(*ptr, *actual); // within the room made above
@@ -200,16 +197,19 @@ status pool_async::take(const request & r, void ** ptr, size_t * actual) {
     if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
-    size_t bytes = miss_bytes(r, 0, ALIGNMENT);
-    if (!deferred_.empty()) {
-        drain(); // what a capture held back goes first
-    }
+    size_t              bytes = miss_bytes(r, 0, ALIGNMENT);
     reuse_cache::buffer again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
         hot_.hits++;
         return OK;
+    }
+    // a buffer from the device: room first for every buffer out or cached to be held back (pinned,
+    // capturing, or the driver refused its free), which only the device's buffers add to
+    reserve_at_least(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
+    if (!deferred_.empty()) {
+        drain(); // what a capture held back goes first
     }
     if (!reuse_.empty() && would_grow(bytes)) {
         observe(); // the last read may be stale: other contexts' calls move the device pool too

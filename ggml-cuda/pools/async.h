@@ -79,19 +79,21 @@ class pool_async final : public pool {
     void   flush_reuse() noexcept;
 
     using deferred = held_buffer;
-    // what a hit reads, from a line of its own on: the deferred list's room, the buffers out in a
-    // capture, which every free looks through, and the reuse cache's count and total, then its
-    // buffers. Deferred: freed by the caller but not yet given to the driver, since a graph still
-    // uses it, the stream was capturing (a free there would be captured) or the driver refused it
-    alignas(CACHE_LINE) std::vector<deferred> deferred_;
+    // what a hit reads, on a line of its own: the record, the buffers out in a capture (a free looks
+    // there first), and the reuse cache's count and total, its buffers on the lines after
+    alignas(CACHE_LINE) live_set live_;
+    std::vector<void *> capture_out_; // the capture cache's buffers handed out
+    reuse_cache         reuse_;
+    static_assert(sizeof(live_set) + sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
+                  "the record, capture_out_ and the reuse cache's count and total share a line");
+    // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
+    // capturing (a free there would be captured) or the driver refused it
+    std::vector<deferred> deferred_;
     // the capture cache: buffers outside the device pool and outside any graph, for the
-    // allocations of a capture; handed-out ones here, cached ones in capture_cache_
-    std::vector<void *>   capture_out_;
-    reuse_cache           reuse_;
+    // allocations of a capture (the cached ones here; those out in capture_out_)
     std::vector<deferred> capture_cache_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
 
-    live_set                live_;  // the buffers handed out: ptr -> size
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;
     size_t                  pool_reserved_  = 0; // the device pool's reserved bytes, at the last read

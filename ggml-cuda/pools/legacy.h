@@ -105,7 +105,8 @@ class pool_legacy final : public pool {
     size_t   last_taken_ = 0; // where the last hit's buffer was
     size_t   cached_     = 0; // buffers cached, the reserve's included
     size_t   need_       = 0; // the latest growing request
-    uint64_t outgrown_   = 0;
+    static_assert(sizeof(buffers_) + 4 * sizeof(uint64_t) <= CACHE_LINE, "buffers_ to need_ share a line");
+    uint64_t outgrown_ = 0;
     options  opt_;
 };
 

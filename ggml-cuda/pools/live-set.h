@@ -26,7 +26,7 @@ class live_set {
     void insert(const void * ptr, size_t size) {
         size_t i = home(ptr);
         while (cells_[i].ptr != nullptr) {
-            i = (i + 1) & mask_;
+            i = (i + 1) & mask();
         }
         cells_[i] = { ptr, size };
         count_++;
@@ -45,8 +45,8 @@ class live_set {
             return false;
         }
         // backward shift: pull later entries of the run into the hole when their home allows it
-        for (size_t j = (i + 1) & mask_; cells_[j].ptr != nullptr; j = (j + 1) & mask_) {
-            if (((j - home(cells_[j].ptr)) & mask_) >= ((j - i) & mask_)) {
+        for (size_t j = (i + 1) & mask(); cells_[j].ptr != nullptr; j = (j + 1) & mask()) {
+            if (((j - home(cells_[j].ptr)) & mask()) >= ((j - i) & mask())) {
                 cells_[i] = cells_[j];
                 i         = j;
             }
@@ -84,15 +84,18 @@ class live_set {
     static constexpr uint64_t GOLDEN     = 0x9E3779B97F4A7C15ull;
     static constexpr unsigned ALIGN_BITS = 7;
 
+    // cells_.size() is a power of two: the hash's top bits are a cell
+    size_t mask() const { return cells_.size() - 1; }
     size_t home(const void * ptr) const {
-        return size_t(((uint64_t(reinterpret_cast<uintptr_t>(ptr)) >> ALIGN_BITS) * GOLDEN) >> shift_);
+        const unsigned shift = 64 - unsigned(__builtin_ctzll(cells_.size()));
+        return size_t(((uint64_t(reinterpret_cast<uintptr_t>(ptr)) >> ALIGN_BITS) * GOLDEN) >> shift);
     }
 
     size_t cell_of(const void * ptr) const {
         if (cells_.empty() || ptr == nullptr) {
             return NONE;
         }
-        for (size_t i = home(ptr);; i = (i + 1) & mask_) {
+        for (size_t i = home(ptr);; i = (i + 1) & mask()) {
             if (cells_[i].ptr == ptr) {
                 return i;
             }
@@ -105,8 +108,6 @@ class live_set {
     void rehash(size_t cells) {
         std::vector<cell> old(cells, cell{});
         old.swap(cells_); // the only allocation: if it throws, nothing changed
-        mask_  = cells - 1;
-        shift_ = 64 - unsigned(__builtin_ctzll(cells));
         count_ = 0;
         for (const cell & c : old) {
             if (c.ptr != nullptr) {
@@ -116,8 +117,6 @@ class live_set {
     }
 
     std::vector<cell> cells_;
-    size_t            mask_  = 0;
-    unsigned          shift_ = 64;
     size_t            count_ = 0;
 };
 

@@ -26,6 +26,8 @@ class reuse_cache {
 
     using buffer = held_buffer;
 
+    static constexpr size_t HEADER_BYTES = 2 * sizeof(uint32_t); // the count and the total, first
+
     bool   empty() const { return count_ == 0; }
     size_t bytes() const { return bytes_; }
 
@@ -50,7 +52,7 @@ class reuse_cache {
             return false;
         }
         buffers_[count_++] = b; // one past the bound at most: the loop below goes back to it
-        bytes_ += b.size;
+        bytes_ += uint32_t(b.size);
         while (count_ > MAX_BUFFERS || bytes_ > MAX_BYTES) {
             const buffer oldest = buffers_[0];
             remove(buffers_);
@@ -69,7 +71,7 @@ class reuse_cache {
   private:
     // b goes, the newer ones move down a place
     void remove(buffer * b) {
-        bytes_ -= b->size;
+        bytes_ -= uint32_t(b->size);
         std::copy(b + 1, buffers_ + count_, b);
         count_--;
     }
@@ -77,8 +79,9 @@ class reuse_cache {
     // the count and the total first, with the async pool's hot fields; the buffers follow, in the
     // object, so a buffer comes back with no allocation
     uint32_t count_ = 0;
-    size_t   bytes_ = 0;
-    buffer   buffers_[MAX_BUFFERS + 1]; // oldest first
+    uint32_t bytes_ = 0; // at most MAX_BYTES and one MAX_BUFFER
+    static_assert(MAX_BYTES + MAX_BUFFER <= UINT32_MAX, "the total fits bytes_");
+    buffer buffers_[MAX_BUFFERS + 1]; // oldest first
 };
 
 } // namespace gcp
