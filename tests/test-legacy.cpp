@@ -26,6 +26,12 @@ class Legacy : public pool_test<> {
         open_sim(sim_params(capacity));
         open_ctx(kind);
     }
+    // the same without the headroom rule, which gives cached buffers back before a miss
+    void open_unbounded(size_t capacity) {
+        open_sim(sim_params(capacity));
+        ctx_  = make_ctx_with_headroom(driver_, GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_HEADROOM_UNLIMITED);
+        pool_ = pool_of(ctx_);
+    }
 
     // Device memory laid out as a0 l0 a1 l1 ... a5 l5 b, then a small free tail: the a's and b
     // cached (b most recently used), the l's live between them so no two a's are adjacent.
@@ -67,6 +73,46 @@ TEST_F(Legacy, BestFitTakesTheSmallestBufferThatHolds) {
     EXPECT_EQ(tiny.ptr, small.ptr);
     release(pool_, got);
     release(pool_, tiny);
+}
+
+// a cached buffer serves a request only up to the waste bound: n + max(n, 16 MiB) bytes
+TEST_F(Legacy, BestFitStopsAtTheWasteBound) {
+    open_unbounded(256 * MiB);
+    buf cached = alloc(pool_, 40 * MiB); // 42 MiB
+    release(pool_, cached);
+    const size_t least = cached.size / 2; // the smallest request the bound lets it serve
+    buf          below = alloc(pool_, least - 1);
+    EXPECT_NE(below.ptr, cached.ptr) << "more than the request again wasted: a miss";
+    buf at = alloc(pool_, least);
+    EXPECT_EQ(at.ptr, cached.ptr) << "the request again wasted: a hit";
+    release(pool_, at);
+    release(pool_, below);
+    buf small = alloc(pool_, 1 * MiB);
+    release(pool_, small);
+    buf slack = alloc(pool_, 1 * MiB + 1); // a 1.05 MiB buffer wastes less than 16 MiB: a hit
+    EXPECT_EQ(slack.ptr, small.ptr);
+    release(pool_, slack);
+}
+
+// a loop of chunks after a large tensor was freed (as a training step after a large allocation):
+// the chunks miss beside the large buffer, which the reclaim gives back once the device is full,
+// so they fill the device, where lending it to the first chunk would strand most of it
+TEST_F(Legacy, ALargeCachedBufferIsGivenBackRatherThanLentToASmallRequest) {
+    constexpr size_t DEVICE = 4096 * MiB, LARGE = 2800 * MiB, CHUNK = 64 * MiB;
+    open_unbounded(DEVICE);
+    buf large = alloc(pool_, LARGE);
+    release(pool_, large);
+    std::vector<buf> chunks;
+    void *           ptr    = nullptr;
+    size_t           actual = 0;
+    while (ggml_cpool_alloc(pool_, CHUNK, 0, &ptr, &actual) == GGML_CPOOL_STATUS_OK) {
+        EXPECT_NE(ptr, large.ptr) << "a chunk took the large buffer";
+        chunks.push_back({ ptr, actual });
+    }
+    EXPECT_GE(chunks.size(), DEVICE / look_ahead(CHUNK)) << "the chunks filled the device";
+    for (const buf & c : chunks) {
+        release(pool_, c);
+    }
 }
 
 TEST_F(Legacy, MissAllocatesFivePercentMoreRoundedTo256) {
