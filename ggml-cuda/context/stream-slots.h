@@ -1,7 +1,7 @@
 #pragma once
-// A context's consumer-stream slots: per (device, slot) the stream the consumer launches that
-// slot's kernels on, borrowed and never destroyed, or else one of the context's own, created when
-// first needed and destroyed with the context; and the slot's pool, which lives on that stream.
+// A context's stream slots: per (device, slot), the stream the consumer launches that slot's
+// kernels on (borrowed, never destroyed) or one of the context's own (created when first needed,
+// destroyed with the context), and the slot's pool, which lives on that stream.
 
 #include "../drivers/driver.h"
 #include "../pools/pool.h"

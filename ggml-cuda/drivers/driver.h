@@ -1,8 +1,8 @@
 #pragma once
 // The driver every pool calls: the front of a device's primitives (drivers/primitives.h).
-// It counts each call by kind, latches every failure until clear_error (as CUDA's last error
-// does), and lets a decorator, a driver over another driver, fail a call before it goes below;
-// a call a decorator lets through is counted below too. The fault driver is such a decorator.
+// It counts each call by kind and latches every failure until clear_error, as CUDA's last error
+// does. A decorator (a driver over another, such as the fault driver) may fail a call before it
+// goes below; a call it lets through is counted below too.
 
 #include "primitives.h"
 

@@ -1,16 +1,12 @@
 #pragma once
-// Async pool: the driver's stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on the
-// pool's stream, from the device's default pool), kept warm by warm_record. Live bytes are
-// this pool's own; reserved and cached come from the device pool's attributes, which every
-// async context on the device shares. While the stream is being captured into a graph, a
-// stream-ordered allocation would become a memory node of the graph, and an executable graph
-// with memory nodes cannot be updated in place (cudaGraphExecUpdate refuses it: ggml then
-// instantiates it again on every change). So a capture is served from buffers this pool holds
-// outside any graph (cudaMalloc, legal in a relaxed-mode capture): best fit, kept for the next
-// capture as a legacy pool keeps its cache, given back by trim (the generation moves, so the
-// graphs that used them are captured again) and at destruction. Outside a capture, the few small
-// buffers the stream freed last are handed out again first (reuse-cache.h); they go back to the
-// stream-ordered pool before it would grow, and before trimming.
+// Async pool: the driver's stream-ordered allocator (cudaMallocAsync / cudaFreeAsync on the pool's
+// stream, from the device's default pool), kept warm by warm_record. Live bytes are this pool's
+// own; reserved and cached come from the device pool, which every async context on the device
+// shares. The buffers the stream freed last are handed out again first (reuse-cache.h).
+// A capture is served from buffers held outside any graph (cudaMalloc, legal in a relaxed-mode
+// capture): a stream-ordered allocation would become a memory node, and cudaGraphExecUpdate
+// refuses graphs with those, so ggml would instantiate its graph again at every change. Those
+// buffers are kept for the next capture (best fit), and go back at trim and destruction.
 
 #include "live-set.h"
 #include "pool.h"

@@ -1,12 +1,11 @@
 #pragma once
 // VMM pool: ggml's VMM pool, made recoverable. It reserves one virtual range (on the first
 // allocation), maps physical memory at the driver's granularity as it grows, and hands out
-// addresses as a stack. A free out of order leaves a hole (merged with freed neighbours), and the
-// stack unwinds once everything above it is free; a request a hole holds takes the smallest such
-// hole before the top, so that a consumer that frees out of order (PyTorch) does not grow the
-// stack step after step. The block list, with the top block on the hot line, is the pool's record
-// of live buffers: a free finds its block or is refused. Every driver failure returns a status and
-// leaves the pool usable.
+// addresses as a stack. A free out of order leaves a hole (merged with freed neighbours); the
+// stack unwinds once everything above it is free. A request takes the smallest hole that holds it
+// before the top, so that a consumer that frees out of order (PyTorch) does not grow the stack.
+// The block list, with the top block on the hot line, is the pool's record of live buffers.
+// Every driver failure returns a status and leaves the pool usable.
 
 #include "pool.h"
 

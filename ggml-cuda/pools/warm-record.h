@@ -1,12 +1,10 @@
 #pragma once
-// The process-wide record that keeps stream-ordered pools warm. The first async pool on a
-// device reads the device pool's release threshold and raises it to the maximum only if it is
-// lower, and turns off the pool's cross-stream reuse policies (so a block one context freed goes
-// to another context's stream only after a synchronize has seen the free), remembering the
-// previous values. When the last live async pool goes (each synchronizes its stream as it
-// goes), every device this record raised is trimmed and given its previous values back,
-// whichever device is current on the thread that destroys it. A failure here only costs speed: it is logged, the driver's error is
-// cleared, and allocation carries on.
+// The process-wide record that keeps stream-ordered pools warm. The first async pool on a device
+// raises the device pool's release threshold to the maximum, only if it is lower, and turns off
+// its cross-stream reuse (a block one context freed reaches another's stream only after a
+// synchronize saw the free), remembering the previous values. When the last async pool goes, every
+// device the record raised is trimmed and given its values back, whatever device is current.
+// A failure here only costs speed: it is logged, cleared, and allocation carries on.
 
 #include "../drivers/driver.h"
 

@@ -1,11 +1,10 @@
 #pragma once
 // The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
 // separated by ';':
-//   oneshot=<size>        the first call that takes device memory (GGML_CPOOL_CALLS: MEMORY) of
-//                         at least size while its pool holds memory it could give back (cached
-//                         buffers; for VMM, mapped memory no buffer uses; for async, the device
-//                         pool's unused memory and the capture cache) fails once: the recovery it
-//                         tests has something to recover (driver.h's reclaim_scope)
+//   oneshot=<size>        the first call that takes device memory (GGML_CPOOL_CALLS: MEMORY), of
+//                         at least size, made while its pool holds memory it could free (cached
+//                         buffers, unused mapped or pooled memory: driver.h's reclaim_scope), fails
+//                         once, so the recovery it tests has something to recover
 //   oneshot-any=<size>    the same at the first such call, whatever the pool holds
 //   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
 //   prob=<p>              each call fails with probability p ...

@@ -26,10 +26,9 @@ ggml_cpool_log_level log_threshold();
 // the calling thread's last warning or error line, without its newline
 const char * last_error();
 
-// Holds the log lines this thread says while it lives and sends them when the outermost hold
-// ends. Declare one before taking a lock (it is destroyed after the lock guard): a log callback
-// may call back into the library, which would wait on the lock, and a lock may be held further
-// up the stack (a driver call made under another lock). Keeps a few lines without allocating.
+// Holds the log lines this thread says while it lives and sends them when the outermost hold ends.
+// Declare one before taking a lock, so it ends after the lock guard: a log callback may call back
+// into the library and wait on that lock, or on one held further up. Keeps a few lines, no allocation.
 class log_hold {
   public:
     log_hold();
