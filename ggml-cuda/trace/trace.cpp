@@ -31,68 +31,19 @@ void change_mode(unsigned set, unsigned clear) {
 
 // the writer's buffer goes to the file when it holds this much: few writes, bounded memory
 constexpr size_t FLUSH_AT = size_t(1) << 20;
-// no line is longer: 14 fields of at most 20 digits or a name
-constexpr size_t MAX_LINE = 512;
 
-// appends one field and its separator (the last field's is a newline)
-class line {
-  public:
-    void u64(uint64_t v) {
-        if (v == NO) {
-            str(trace_format::NONE);
-            return;
-        }
-        char   digits[20];
-        size_t n = 0;
-        do {
-            digits[n++] = char('0' + v % 10);
-            v /= 10;
-        } while (v != 0);
-        while (n > 0) {
-            put(digits[--n]);
-        }
-        put(' ');
-    }
-    void hex(uint64_t v) {
-        if (v == NO) {
-            str(trace_format::NONE);
-            return;
-        }
-        static const char XDIGITS[] = "0123456789abcdef";
-        put('0');
-        put('x');
-        int shift = 60;
-        while (shift > 0 && ((v >> shift) & 0xf) == 0) {
-            shift -= 4;
-        }
-        for (; shift >= 0; shift -= 4) {
-            put(XDIGITS[(v >> shift) & 0xf]);
-        }
-        put(' ');
-    }
-    void str(const char * s) {
-        while (*s) {
-            put(*s++);
-        }
-        put(' ');
-    }
-    void         i32(int v) { v < 0 ? str(trace_format::NONE) : u64(uint64_t(v)); }
-    // the line, with its last separator made a newline
-    const char * end(size_t * n) {
-        text_[len_ - 1] = '\n';
-        *n              = len_;
-        return text_;
-    }
+// appends one field and its separator: a number (hex: an address), NONE for NO, or a name
+void field(std::vector<char> & out, uint64_t v, bool hex = false) {
+    char      text[24];
+    const int n = v == NO ? snprintf(text, sizeof(text), "%s ", trace_format::NONE) :
+                            snprintf(text, sizeof(text), hex ? "0x%llx " : "%llu ", (unsigned long long) v);
+    out.insert(out.end(), text, text + n);
+}
 
-  private:
-    void put(char c) {
-        if (len_ < MAX_LINE) {
-            text_[len_++] = c;
-        }
-    }
-    char   text_[MAX_LINE];
-    size_t len_ = 0;
-};
+void field(std::vector<char> & out, const char * name) {
+    out.insert(out.end(), name, name + strlen(name));
+    out.push_back(' ');
+}
 
 class tracer {
   public:
@@ -189,7 +140,7 @@ class tracer {
         }
         path_ = path;
         buf_.clear();
-        buf_.reserve(FLUSH_AT + MAX_LINE);
+        buf_.reserve(2 * FLUSH_AT);
         ctxs_.clear();
         pools_.clear();
         last_pool_ = nullptr;
@@ -227,28 +178,25 @@ class tracer {
 
     // one line (trace-format.h's columns); p: the pool the call concerns, or null for a context's
     void write(uint64_t ctx, int device, int slot, const pool * p, const call & c) {
-        line l;
-        l.u64(c.t0 > t_start_ ? c.t0 - t_start_ : 0);
-        l.u64(ctx);
-        l.i32(device);
-        l.i32(slot);
-        l.hex(p ? uint64_t(reinterpret_cast<uintptr_t>(p->stream())) : NO);
-        l.str(trace_format::op_name(c.o));
-        l.u64(c.size);
+        field(buf_, c.t0 > t_start_ ? c.t0 - t_start_ : 0);
+        field(buf_, ctx);
+        field(buf_, device < 0 ? NO : uint64_t(device));
+        field(buf_, slot < 0 ? NO : uint64_t(slot));
+        field(buf_, p ? uint64_t(reinterpret_cast<uintptr_t>(p->stream())) : NO, true);
+        field(buf_, trace_format::op_name(c.o));
+        field(buf_, c.size);
         if (c.o == op::get_pool) { // the kind in effect, in the flags column
-            l.str(p ? kind_name(p->kind()) : trace_format::NONE);
+            field(buf_, p ? kind_name(p->kind()) : trace_format::NONE);
         } else {
-            l.u64(c.flags);
+            field(buf_, c.flags);
         }
-        l.str(status_name(c.st));
-        l.u64(c.actual);
-        l.hex(c.ptr);
-        l.u64(c.drv);
-        l.u64(p ? uint64_t(p->stats().reserved_bytes) : NO);
-        l.u64(c.ns);
-        size_t       n    = 0;
-        const char * text = l.end(&n);
-        buf_.insert(buf_.end(), text, text + n);
+        field(buf_, status_name(c.st));
+        field(buf_, c.actual);
+        field(buf_, c.ptr, true);
+        field(buf_, c.drv);
+        field(buf_, p ? uint64_t(p->stats().reserved_bytes) : NO);
+        field(buf_, c.ns);
+        buf_.back() = '\n';
         if (buf_.size() >= FLUSH_AT) {
             flush_locked();
         }
