@@ -91,6 +91,10 @@ struct ggml_cpool_ctx_params {
     // before a miss takes more from the driver, least-recently-used cached buffers go back to
     // keep within it (legacy, plain and async kinds; a VMM pool holds its stack and no more)
     uint32_t                             headroom_pct;
+    // how long a refused allocation waits for the device's memory to come back, polling it, before
+    // OUT_OF_MEMORY, in milliseconds (default 0: no wait; the llama.cpp adapter reads
+    // GGML_CUDA_POOL_WAIT_MS)
+    uint32_t                             wait_ms;
 };
 
 struct ggml_cpool_stats {
@@ -111,6 +115,9 @@ struct ggml_cpool_stats {
     uint64_t generation;         // moves whenever the pool returns memory to the driver
     uint64_t call_ns;            // time inside this pool's alloc, free and trim calls while timing is on
     uint64_t synchronizes;       // waits for the pool's stream (or device) before memory moved or was retried
+    uint64_t waits;              // refused allocations that waited for memory to come back (wait_ms)
+    uint64_t waits_served;       // of those, the ones served once memory came back
+    uint64_t wait_ns;            // time spent waiting
 };
 // clang-format on
 

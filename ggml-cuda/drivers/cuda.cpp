@@ -142,6 +142,10 @@ class cuda_primitives final : public device_primitives {
     void clear_error() override {
         (void) cudaGetLastError();
     }
+    status free_memory(int device, size_t * free) override {
+        size_t total = 0;
+        return on_device(device, [&] { return checked(cudaMemGetInfo(free, &total), "cudaMemGetInfo", device); });
+    }
     // long enough for queued frees on other streams to land, short enough that a refusal that
     // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
     uint32_t transient_pause_us() const override {

@@ -150,6 +150,12 @@ class driver {
         return run_mempool(call::POOL_TRIM, device, 0, [&](mempool_primitives & m) { return m.trim(device, keep); });
     }
 
+    // the device's free memory, which an out-of-memory wait polls: a query, neither counted nor
+    // latched, which a decorator may answer first
+    virtual status free_memory(int device, size_t * free) {
+        return below_ ? below_->free_memory(device, free) : prims_->free_memory(device, free);
+    }
+
     const void * identity() const { return prims_->identity(); }
     uint32_t     transient_pause_us() const { return prims_->transient_pause_us(); }
     size_t       outstanding() const { return prims_->outstanding(); }

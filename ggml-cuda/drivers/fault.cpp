@@ -28,6 +28,17 @@ uint64_t fault_driver::fired() const {
     return fired_;
 }
 
+status fault_driver::free_memory(int device, size_t * free) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!spec_.chooses() && !spec_.window.empty() && fired_ < spec_.limit && window_open()) {
+            *free = 0;
+            return OK;
+        }
+    }
+    return driver::free_memory(device, free);
+}
+
 status fault_driver::intercept(call c, int device, size_t size) {
     log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);

@@ -20,6 +20,8 @@ class fault_driver final : public driver {
     // replaces the spec and restarts the call counts it refers to
     void     arm(const fault_spec & spec);
     uint64_t fired() const;
+    // while= alone: nothing is free while its window is open, since every allocation fails then
+    status   free_memory(int device, size_t * free) override;
 
   protected:
     status intercept(call c, int device, size_t size) override;

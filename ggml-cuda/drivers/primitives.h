@@ -61,6 +61,8 @@ class device_primitives {
     // (optional) what identifies the devices behind these primitives: primitives of one identity
     // share devices (every cuda_primitives), so process-wide records key on it
     virtual const void * identity() const { return this; }
+    // (optional) the device's memory free now, as the driver counts it (cudaMemGetInfo)
+    virtual status       free_memory(int /*device*/, size_t * /*free*/) { return UNSUPPORTED; }
     // (optional) the pause before a refused allocation is tried again, in microseconds: a real
     // device's free memory changes with time (frees landing on other streams, other processes),
     // the sim's only with calls, so it has none

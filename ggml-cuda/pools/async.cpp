@@ -58,6 +58,20 @@ size_t pool_async::cached_bytes() const {
     return stats_.reserved_bytes > hot_.live_bytes ? stats_.reserved_bytes - hot_.live_bytes : 0;
 }
 
+// a capture's refused allocation: the one rung a capture allows is the wait
+class pool_async::capture_wait final : public recovery_steps {
+  public:
+    capture_wait(pool_async & p, size_t bytes, void ** ptr) : p_(p), bytes_(bytes), ptr_(ptr) {}
+
+    status retry() override { return p_.drv_.malloc(p_.device_, bytes_, ptr_); }
+    size_t asking() const override { return bytes_; }
+
+  private:
+    pool_async & p_;
+    const size_t bytes_;
+    void **      ptr_;
+};
+
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free cannot fail for want of room once the graph uses it: a place in the list of those
@@ -86,8 +100,13 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
         }
         return st;
     }
+    if (st == OUT_OF_MEMORY) {
+        // no synchronize or trim is legal here to make room; a wait is
+        driver_failed();
+        capture_wait wait(*this, bytes, ptr);
+        st = wait_for_memory(wait);
+    }
     if (st != OK) {
-        // no synchronize or trim is legal here to make room
         driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
                       ggml_cpool_status_str(st));
         return st;
@@ -130,6 +149,7 @@ class pool_async::steps final : public recovery_steps {
     steps(pool_async & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
 
     status retry() override { return p_.drv_.malloc_async(p_.device_, *bytes_, p_.stream_, ptr_); }
+    size_t asking() const override { return *bytes_; }
     // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
     status reclaim() override {
         p_.driver_failed(GGML_CPOOL_LOG_DEBUG,

@@ -59,6 +59,7 @@ class pool_async final : public pool {
     }
     // the rungs of the out-of-memory ladder (recovery.h) for a refused stream-ordered allocation
     class steps;
+    class capture_wait;
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
     status take(const request & r, void ** ptr, size_t * actual);
     // an allocation while the stream is capturing: from the capture cache (best fit), else a

@@ -95,6 +95,7 @@ class pool_legacy::steps final : public recovery_steps {
     steps(pool_legacy & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
 
     status retry() override { return p_.drv_.malloc(p_.device_, *bytes_, ptr_); }
+    size_t asking() const override { return *bytes_; }
     status reclaim() override { return p_.reclaim(*bytes_, ptr_, &how_); }
     status fall_back() override { return p_.fall_back(r_, bytes_, ptr_); }
 

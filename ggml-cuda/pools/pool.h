@@ -93,6 +93,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     stream_t        stream() const { return stream_; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
     status          synchronize();
+    // how long a refused allocation waits for memory to come back (recovery.h)
+    void            set_wait_ms(uint32_t ms) { wait_ms_ = ms; }
     // forgets the stream, which its owner may destroy now: synchronize and free act on the device
     void            detach_stream() { stream_ = nullptr; }
     // for traces and timing (trace.h): the driver calls so far, and time spent in this pool's calls
@@ -155,6 +157,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // after the driver refused an allocation for want of memory: the out-of-memory ladder
     // (recovery.h) over this pool's rungs; the status the caller gets
     status climb(recovery_steps & steps);
+    // the ladder's wait alone (recovery.h)
+    status wait_for_memory(recovery_steps & steps);
 
     // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
     void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
@@ -215,9 +219,11 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     ggml_cpool_stats stats_{}; // the rest of the statistics (hot_ holds the counts of every call)
 
   private:
-    // the ladder's transient retries: the last attempt's status; a failed one's error is cleared
-    status retry_transient(recovery_steps & steps);
-    void   pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+    // the ladder's transient retries and its wait: the last attempt's status; a failed one's error
+    // is cleared
+    status   retry_transient(recovery_steps & steps);
+    void     pause_before_retry(int attempt) const; // attempt: 1 for the first retry
+    uint32_t wait_ms_ = 0;
 
     // the line and status of an alloc with a bad argument (null output, zero or too large a size,
     // unknown flags)

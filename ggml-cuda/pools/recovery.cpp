@@ -2,10 +2,22 @@
 
 #include "pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 namespace gcp {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// the wait's first pause, doubled after each poll up to the longest: a spike that ends soon is
+// seen soon, a long one costs few polls
+constexpr auto WAIT_FIRST_PAUSE   = std::chrono::milliseconds(1);
+constexpr auto WAIT_LONGEST_PAUSE = std::chrono::milliseconds(64);
+
+} // namespace
 
 status pool::climb(recovery_steps & steps) {
     driver_failed(); // the refusal that led here: the lines below say how it ends
@@ -13,6 +25,9 @@ status pool::climb(recovery_steps & steps) {
         status st = steps.fall_back();
         if (st == OUT_OF_MEMORY) {
             driver_failed();
+            st = wait_for_memory(steps); // sleeping and allocating are legal in a capture
+        }
+        if (st == OUT_OF_MEMORY) {
             steps.refuse_in_capture();
         }
         return st;
@@ -26,6 +41,9 @@ status pool::climb(recovery_steps & steps) {
         driver_failed();
         st = retry_transient(steps);
     }
+    if (st == OUT_OF_MEMORY) {
+        st = wait_for_memory(steps);
+    }
     if (st != OK) {
         steps.report(st);
     }
@@ -33,9 +51,6 @@ status pool::climb(recovery_steps & steps) {
 }
 
 status pool::retry_transient(recovery_steps & steps) {
-    if (capturing()) {
-        return OUT_OF_MEMORY;
-    }
     status st = OUT_OF_MEMORY;
     for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
         pause_before_retry(i);
@@ -51,6 +66,41 @@ status pool::retry_transient(recovery_steps & steps) {
             driver_failed(); // the next attempt or the report says how it ends
         }
     }
+    return st;
+}
+
+status pool::wait_for_memory(recovery_steps & steps) {
+    if (wait_ms_ == 0) {
+        return OUT_OF_MEMORY;
+    }
+    const size_t want  = steps.asking();
+    const auto   start = clock::now(), end = start + std::chrono::milliseconds(wait_ms_);
+    size_t       free = 0;
+    if (drv_.free_memory(device_, &free) == OK) {
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", name(), to_mib(want),
+                     wait_ms_, to_mib(free));
+    } else {
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", name(), to_mib(want), wait_ms_);
+    }
+    stats_.waits++;
+    status st    = OUT_OF_MEMORY;
+    auto   pause = std::chrono::duration_cast<clock::duration>(WAIT_FIRST_PAUSE);
+    for (auto now = start; st == OUT_OF_MEMORY && now < end; now = clock::now()) {
+        std::this_thread::sleep_for(std::min(pause, end - now));
+        pause = std::min<clock::duration>(2 * pause, WAIT_LONGEST_PAUSE);
+        // a query the driver cannot answer lets every poll try
+        if (drv_.free_memory(device_, &free) != OK || free >= want) {
+            st = steps.retry();
+            if (st != OK) {
+                driver_failed(); // a refusal waits on; another failure ends the wait, and its line says it
+            }
+        }
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();
+    stats_.wait_ns += uint64_t(waited);
+    stats_.waits_served += st == OK;
+    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", name(), to_mib(want),
+                 st == OK ? "served" : "still refused", (long long) (waited / 1000000));
     return st;
 }
 

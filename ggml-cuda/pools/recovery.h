@@ -10,7 +10,10 @@
 //   2. fall_back      the request without its doubling or look-ahead
 //   3. retries        TRANSIENT_RETRIES more attempts at the last size asked for, each after a
 //                     pause and a synchronize
-//   4. report         the pool's one line for the status the caller gets
+//   4. wait           up to the pool's wait budget (ggml_cpool_ctx_params.wait_ms; in a capture
+//                     too, after fall_back): poll the device's free memory, retry whenever the
+//                     request may fit, with a line when the wait starts and one when it ends
+//   5. report         the pool's one line for the status the caller gets
 //
 // A rung refused for want of memory leads to the next, its latched error cleared first; OK or any
 // other status ends the climb.
@@ -31,15 +34,17 @@ class recovery_steps {
 
     // the request again, at the size asked for last
     virtual status retry() = 0;
-    // frees what the pool can, outside a capture, and retries: OK once the request is served
-    virtual status reclaim() = 0;
+    // the bytes retry asks the device for
+    virtual size_t asking() const = 0;
+    // (optional) frees what the pool can, outside a capture, and retries: OK once it is served
+    virtual status reclaim() { return OUT_OF_MEMORY; }
     // (optional) the request at the smaller sizes it may take instead
     virtual status fall_back() { return OUT_OF_MEMORY; }
-    // the line for a refusal that a capture leaves no rung for
-    virtual void   refuse_in_capture() = 0;
-    // the climb, outside a capture, ends in st (not OK): the line that says why, unless a rung's
-    // own line has
-    virtual void   report(status st) = 0;
+    // (optional) the line for a refusal that a capture leaves no rung for
+    virtual void   refuse_in_capture() {}
+    // (optional) the climb, outside a capture, ends in st (not OK): the line that says why, unless a
+    // rung's own line has
+    virtual void   report(status /*st*/) {}
 };
 
 } // namespace gcp

@@ -167,6 +167,7 @@ class pool_vmm::steps final : public recovery_steps {
     steps(pool_vmm & p, size_t bytes) : p_(p), bytes_(bytes), growth_(p.s_.used + bytes - p.s_.mapped) {}
 
     status retry() override { return p_.grow(growth_); }
+    size_t asking() const override { return round_up(growth_, p_.granularity_); }
     // one retry once the stream's work (and other streams' frees) has landed, for a failure that
     // has passed by then
     status reclaim() override {

@@ -181,6 +181,7 @@ class ledger_primitives final : public device_primitives {
     void         clear_error() override { below_->clear_error(); }
     const void * identity() const override { return below_->identity(); }
     uint32_t     transient_pause_us() const override { return below_->transient_pause_us(); }
+    status       free_memory(int device, size_t * free) override { return below_->free_memory(device, free); }
 
   private:
     std::shared_ptr<device_primitives> below_;

@@ -204,6 +204,14 @@ size_t sim_primitives::outstanding() const {
     return n;
 }
 
+status sim_primitives::free_memory(int device, size_t * free) {
+    if (!valid(device)) {
+        return INVALID_ARGUMENT;
+    }
+    *free = params_.capacity - used(device);
+    return OK;
+}
+
 size_t sim_primitives::used(int device) const {
     std::lock_guard<std::mutex> lock(mutex_);
     return valid(device) ? devices_[size_t(device)].arena.used() : 0;

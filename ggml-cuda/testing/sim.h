@@ -47,6 +47,7 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     mempool_primitives * mempool(int device) override { return async_supported(device) ? this : nullptr; }
     size_t               outstanding() const override;
     size_t               used(int device) const override;
+    status               free_memory(int device, size_t * free) override;
 
     // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
     status   set_capturing(int device, stream_t stream, bool capturing);
