@@ -1,6 +1,5 @@
-// The sim driver is a driver over sim_primitives: their virtual memory here (vmm_primitives).
-// Ranges of PROT_NONE host pages, physical handles taken from the device's arena, mappings that
-// make the pages accessible.
+// The sim driver's virtual memory (testing/sim.h): ranges of PROT_NONE host pages, physical
+// handles taken from the device's arena, mappings that make the pages accessible.
 
 #include "sim.h"
 
@@ -66,7 +65,7 @@ status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
             return OUT_OF_MEMORY;
         }
         try {
-            d.handles.emplace(next_handle_, block{ offset, size });
+            d.handles.emplace(next_handle_, sim_block{ offset, size });
         } catch (...) {
             d.arena.give(offset, size);
             throw;
