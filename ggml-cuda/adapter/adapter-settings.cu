@@ -83,11 +83,6 @@ settings read_settings() {
 
 } // namespace
 
-bool stats_asked() {
-    ggml_cpool_option_value v;
-    return ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &v) == GGML_CPOOL_STATUS_OK && v.on;
-}
-
 const settings & config() {
     static const settings s = read_settings();
     return s;

@@ -36,10 +36,6 @@ struct settings {
     bool                oom_fails_compute = true;
 };
 
-// whether GGML_CUDA_POOL_STATS asks for the lines, from the environment now, saying nothing of a
-// bad value (the settings' reading says it)
-bool stats_asked();
-
 // the settings, read at the first call (ggml_cuda_cpool_check_settings, when ggml-cuda initializes):
 // a bad value, or GGML_CUDA_POOL_ROTATE set together with GGML_CUDA_POOL, ends the run with one line
 const settings & config();

@@ -37,15 +37,17 @@ void report_line(const char * fmt, ...) {
     }
 }
 
-std::atomic<unsigned> snapshots_asked{ 0 }; // SIGUSR1s so far; lock-free, so the handler may touch it
+std::atomic<unsigned> snapshots{ 0 }; // lock-free, so the handler may touch it
 
 void ask_snapshot(int /*signal*/) {
-    snapshots_asked.fetch_add(1, std::memory_order_relaxed);
+    snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool install_snapshot_handler() {
 #if defined(SIGUSR1)
-    if (!stats_asked()) {
+bool install_snapshot_handler() {
+    // from the environment now, saying nothing of a bad value: the settings' reading says it
+    ggml_cpool_option_value stats;
+    if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &stats) != GGML_CPOOL_STATUS_OK || !stats.on) {
         return false;
     }
     struct sigaction current = {};
@@ -61,52 +63,41 @@ bool install_snapshot_handler() {
         return false;
     }
     return true;
-#else
-    return false;
-#endif
 }
 
-// in place from the moment ggml-cuda loads, not from the first pool: a server signalled before its
-// first client has no pool yet, and SIGUSR1's default action would end it. Where ggml-cuda is
-// unloaded (a backend loaded with dlopen), the default action comes back with it
+// in place from the moment ggml-cuda loads, only over SIGUSR1's default action, which would end a
+// server signalled before its first pool; it comes back where ggml-cuda is unloaded
 struct snapshot_handler {
     const bool installed = install_snapshot_handler();
 
     ~snapshot_handler() {
-#if defined(SIGUSR1)
         struct sigaction current = {};
         if (installed && sigaction(SIGUSR1, nullptr, &current) == 0 && current.sa_handler == ask_snapshot) {
             signal(SIGUSR1, SIG_DFL);
         }
-#endif
     }
 } const handler;
+#endif
 
 } // namespace
 
-snapshot_request::snapshot_request() : seen(snapshots_asked.load(std::memory_order_relaxed)) {}
-
-bool snapshot_request::due() {
-    const unsigned asked = snapshots_asked.load(std::memory_order_relaxed);
-    if (asked == seen) {
-        return false;
-    }
-    seen = asked;
-    return true;
+unsigned snapshots_asked() {
+    return snapshots.load(std::memory_order_relaxed);
 }
 
 void report(line what, uint64_t context, int device, int slot, const figures & f) {
+    const ggml_cpool_stats & s = f.stats;
     report_line(
         "ggml-cuda-pool %s: context=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
         "growing_peak_buffer_mib=%.2f call_ms=%.3f first_call_ms=%.3f\n",
         what == line::stats ? "stats" : "snapshot", (unsigned long long) context, device, slot, f.kind,
-        (unsigned long long) f.allocs, (unsigned long long) f.hits, (unsigned long long) f.driver_allocs,
-        (unsigned long long) f.driver_frees, f.live / MiB, f.reserved / MiB, f.peak_live / MiB, f.peak_reserved / MiB,
-        (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes, (unsigned long long) f.oom,
-        (unsigned long long) f.syncs, (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB,
-        f.call_ns / 1e6, f.first_call_ns / 1e6);
+        (unsigned long long) s.allocs, (unsigned long long) s.hits, (unsigned long long) s.driver_allocs,
+        (unsigned long long) s.driver_frees, s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB,
+        s.peak_reserved_bytes / MiB, (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes,
+        (unsigned long long) s.oom_returned, (unsigned long long) s.synchronizes, (unsigned long long) f.growing,
+        f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {

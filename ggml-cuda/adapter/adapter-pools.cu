@@ -1,0 +1,307 @@
+// The pools ggml gets from a backend context: a module pool behind ggml's interface, one per
+// (device, stream slot) on the stream ggml launches that slot's kernels on, as ggml keeps a pool per
+// stream (a buffer freed on one stream is never reused on another without a synchronize); or
+// ggml's own pool, watched for the stats line.
+
+#include "adapter-context.cuh"
+#include "adapter-settings.cuh"
+#include "adapter-stats.cuh"
+#include "common.cuh"
+
+#include <algorithm>
+#include <memory>
+
+namespace cpool_adapter {
+
+namespace {
+
+// what both pools share: the time inside ggml's calls, the snapshot line SIGUSR1 asked for (written
+// before a call changes anything) and the stats line at the end. Pool gives take, give and current
+template <typename Pool> class reported_pool : public ggml_cuda_pool {
+  public:
+    void * alloc(size_t size, size_t * actual_size) final { return timed_alloc(size, false, 0, actual_size); }
+
+    void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) final {
+        if (!config().kv_growing) {
+            return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
+        }
+        void * ptr = timed_alloc(size, true, max_size, actual_size);
+        seen.growing++;
+        seen.growing_peak = std::max(seen.growing_peak, size);
+        seen.growing_got  = std::max(seen.growing_got, *actual_size);
+        return ptr;
+    }
+
+    void free(void * ptr, size_t size) final {
+        on_call();
+        {
+            call_timer timer(timed ? &seen : nullptr);
+            self().give(ptr, size);
+        }
+        self().given(size);
+    }
+
+  protected:
+    reported_pool(std::shared_ptr<ggml_cuda_cpool_context> context, int device, int slot) :
+        context(std::move(context)),
+        device(device),
+        slot(slot) {}
+
+    // from Pool's destructor, while its figures can still be read
+    void report_stats() {
+        if (timed) {
+            report(line::stats, context->id, device, slot, self().current());
+        }
+    }
+
+    void took(size_t /*actual*/) {}
+
+    void given(size_t /*size*/) {}
+
+    std::shared_ptr<ggml_cuda_cpool_context> context; // outlives every pool of the backend context
+    int                                      device, slot;
+    const bool                               timed = !config().stats.empty(); // a stats line will say the time
+    figures                                  seen;
+
+  private:
+    Pool & self() { return static_cast<Pool &>(*this); }
+
+    void on_call() {
+        if (timed && snapshots_seen != snapshots_asked()) {
+            snapshots_seen = snapshots_asked();
+            report(line::snapshot, context->id, device, slot, self().current());
+        }
+    }
+
+    void * timed_alloc(size_t size, bool growing, size_t limit, size_t * actual_size) {
+        on_call();
+        void * ptr = nullptr;
+        {
+            call_timer timer(timed ? &seen : nullptr);
+            ptr = self().take(size, growing, limit, actual_size);
+        }
+        self().took(*actual_size);
+        return ptr;
+    }
+
+    unsigned snapshots_seen = snapshots_asked();
+};
+
+struct module_pool final : reported_pool<module_pool> {
+    module_pool(std::shared_ptr<ggml_cuda_cpool_context> context, ggml_cpool_t pool, int device, int slot,
+                cudaStream_t stream) :
+        reported_pool(std::move(context), device, slot),
+        pool(pool),
+        stream(stream) {}
+
+    ~module_pool() override { report_stats(); }
+
+    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
+        ggml_cpool_stats s{};
+        if (ggml_cpool_get_stats(pool, &s) != GGML_CPOOL_STATUS_OK) {
+            return false;
+        }
+        *reserved      = s.reserved_bytes;
+        *peak_reserved = s.peak_reserved_bytes;
+        *driver_allocs = s.driver_allocs;
+        return true;
+    }
+
+    void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
+        void *            ptr = nullptr;
+        ggml_cpool_status st  = request(size, growing, limit, &ptr, actual_size);
+        if (st != GGML_CPOOL_STATUS_OK && abandon_capture()) {
+            st = request(size, growing, limit, &ptr, actual_size); // outside the capture: with recovery
+        }
+        if (st != GGML_CPOOL_STATUS_OK) {
+            char what[64];
+            snprintf(what, sizeof(what), "alloc of %.2f MiB", size / MiB);
+            fail(device, what, st); // inside a compute: unwinds, and the holders give back what the graph held
+        }
+        return ptr;
+    }
+
+    void give(void * ptr, size_t size) {
+        ggml_cpool_status st = ggml_cpool_free(pool, ptr, size);
+        if (st != GGML_CPOOL_STATUS_OK) {
+            fail(device, "free", st);
+        }
+    }
+
+    figures current() {
+        ggml_cpool_stats s{};
+        if (ggml_cpool_get_stats(pool, &s) == GGML_CPOOL_STATUS_OK) {
+            seen.kind  = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
+            seen.stats = s;
+        }
+        return seen;
+    }
+
+  private:
+    ggml_cpool_status request(size_t size, bool growing, size_t limit, void ** ptr, size_t * actual_size) {
+        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte
+        // is still a buffer of its own that free takes back
+        size = std::max<size_t>(size, 1);
+        return growing ? ggml_cpool_alloc_growing(pool, size, limit, ptr, actual_size) :
+                         ggml_cpool_alloc(pool, size, 0, ptr, actual_size);
+    }
+
+    // the module refused while the stream captures a graph, where it may not synchronize or free to
+    // recover: the capture ends, what it holds runs now, once, and the rest of the graph eagerly.
+    // Evaluating the graph again would not do: ggml-alloc reuses an input's memory after its last reader
+    bool abandon_capture() {
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture == cudaStreamCaptureStatusNone) {
+            (void) cudaGetLastError();
+            return false;
+        }
+        cudaGraph_t graph = nullptr;
+        cudaError_t err   = cudaStreamEndCapture(stream, &graph); // an invalidated capture: an error, no graph
+        if (err == cudaSuccess) {
+            err = run_once(graph);
+        }
+        if (graph != nullptr) {
+            (void) cudaGraphDestroy(graph);
+        }
+        if (err != cudaSuccess) {
+            (void) cudaGetLastError();
+            GGML_LOG_ERROR("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d, and the "
+                           "work captured before it could not run (%s)\n",
+                           device, cudaGetErrorString(err));
+            return false;
+        }
+        GGML_LOG_WARN("ggml-cuda-pool: an allocation failed during a CUDA graph capture on device %d (%s); the capture "
+                      "ends there, what it holds runs once and the rest of the graph without it, where the pool can "
+                      "recover\n",
+                      device, ggml_cpool_last_error());
+        context->capture_abandoned = true;
+        context->graph_events[GGML_CUDA_CPOOL_GRAPH_ABANDONED]++;
+        declare_capture(*context, device, false); // before the request is asked again, outside it
+        return true;
+    }
+
+    // a captured graph launched once on the pool's stream, ahead of anything launched after it
+    cudaError_t run_once(cudaGraph_t graph) const {
+        size_t      nodes = 0;
+        cudaError_t err   = cudaGraphGetNodes(graph, nullptr, &nodes);
+        if (err != cudaSuccess || nodes == 0) {
+            return err; // nothing was captured before the allocation
+        }
+        cudaGraphExec_t exec = nullptr;
+        err                  = cudaGraphInstantiate(&exec, graph, nullptr, nullptr, 0);
+        if (err != cudaSuccess) {
+            return err;
+        }
+        err = cudaGraphLaunch(exec, stream);
+        // freed once the launch completes
+        const cudaError_t destroyed = cudaGraphExecDestroy(exec);
+        return err != cudaSuccess ? err : destroyed;
+    }
+
+    ggml_cpool_t pool;
+    cudaStream_t stream; // ggml's, the one this pool's kernels run on
+};
+
+// ggml's own pool, watched from outside (only where GGML_CUDA_POOL_STATS asks for a stats line).
+// ggml's legacy pool flushes and retries once when the driver refuses: a miss after which the pool
+// holds less than before plus the new buffer was such a flush (its VMM pool never gives memory back)
+struct watched_pool final : reported_pool<watched_pool> {
+    watched_pool(std::shared_ptr<ggml_cuda_cpool_context> context, std::unique_ptr<ggml_cuda_pool> own, int device,
+                 int slot, bool legacy) :
+        reported_pool(std::move(context), device, slot),
+        own(std::move(own)),
+        legacy(legacy) {
+        seen.kind = this->context->config.c_str(); // ggml or ggml-legacy; the context outlives the pool
+    }
+
+    ~watched_pool() override { report_stats(); }
+
+    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
+        return own->driver_usage(reserved, peak_reserved, driver_allocs);
+    }
+
+    void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
+        return growing ? own->alloc_overallocate(size, limit, actual_size) : own->alloc(size, actual_size);
+    }
+
+    void took(size_t actual) {
+        size_t   reserved = 0, peak = 0;
+        uint64_t before = seen.stats.driver_allocs, after = 0;
+        if (own->driver_usage(&reserved, &peak, &after)) {
+            seen.stats.driver_allocs = after;
+            // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
+            // growth maps what the request lacks, which may be less
+            seen.stats.flushes += legacy && after != before && reserved < held + actual;
+            held = reserved;
+        }
+        seen.stats.allocs++;
+        seen.stats.hits += after == before;
+        live += actual;
+        seen.stats.peak_live_bytes = std::max(seen.stats.peak_live_bytes, live);
+    }
+
+    void give(void * ptr, size_t size) { own->free(ptr, size); }
+
+    void given(size_t size) {
+        live -= size;
+        size_t   now = 0, peak = 0;
+        uint64_t drv = 0;
+        held = own->driver_usage(&now, &peak, &drv) ? now : 0; // a legacy pool with no slot left gives the buffer back
+    }
+
+    figures current() {
+        seen.stats.driver_allocs = 0;
+        own->driver_usage(&seen.stats.reserved_bytes, &seen.stats.peak_reserved_bytes, &seen.stats.driver_allocs);
+        seen.stats.live_bytes = live;
+        return seen;
+    }
+
+  private:
+    std::unique_ptr<ggml_cuda_pool> own;
+    bool                            legacy;
+    size_t                          live = 0;
+    // what ggml's pool reserved after its last call, which it holds before the next: read after a
+    // call, never just before one, which would bring the pool's lines into the cache ahead of the timed call
+    size_t                          held = 0;
+};
+
+} // namespace
+
+} // namespace cpool_adapter
+
+std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
+                                                         ggml_cuda_own_pool_fn own_pool) {
+    using namespace cpool_adapter;
+    const ggml_cuda_cpool_context & s = context_of(ctx);
+    if (s.pools != owner::module) {
+        const bool                      vmm = s.pools == owner::ggml;
+        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, vmm);
+        if (config().stats.empty()) {
+            return own;
+        }
+#if defined(GGML_USE_VMM)
+        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose
+#else
+        const bool legacy = true;
+#endif
+        return std::make_unique<watched_pool>(ctx.cpool_context, std::move(own), device, stream_no, legacy);
+    }
+    ggml_cpool_ctx_t  context = ctx.cpool_context->ctx;
+    ggml_cpool_t      pool    = nullptr;
+    cudaStream_t      stream  = ctx.stream(device, stream_no);
+    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(context, device, stream_no, stream);
+    if (st == GGML_CPOOL_STATUS_OK) {
+        st = ggml_cpool_ctx_get_slot_pool(context, device, stream_no, &pool);
+    }
+    if (st != GGML_CPOOL_STATUS_OK) {
+        fail(device, "creating the pool", st);
+    }
+    if (stream_no == 0 && device == ctx.device) {
+        // the stream ggml captures; its other streams, joined to a capture by ggml's forks, and
+        // other devices' keep asking the driver
+        ggml_cuda_cpool_context & c = *ctx.cpool_context;
+        c.first_stream_pool[device] = pool;
+        declare_capture(c, device, c.capture_open);
+    }
+    return std::make_unique<module_pool>(ctx.cpool_context, pool, device, stream_no, stream);
+}
