@@ -1,5 +1,4 @@
-// The adapter's run-time settings (adapter-settings.cuh), read from the environment once by the
-// module's reader.
+// The adapter's run-time settings (adapter-settings.cuh).
 
 #include "adapter-settings.cuh"
 
@@ -13,8 +12,8 @@ namespace cpool_adapter {
 
 namespace {
 
-// a bad setting ends the run before a model loads, with its one line (the module's, or the
-// adapter's through GGML_LOG_ERROR) and no backtrace: nothing has been computed that a core would explain
+// a bad setting ends the run before a model loads, with its one line and no backtrace: nothing has
+// been computed that a core would explain
 [[noreturn]] void end_run() {
     exit(EXIT_FAILURE);
 }
