@@ -96,22 +96,18 @@ struct module_pool final : reported_pool<module_pool> {
 
     ~module_pool() override { report_stats(); }
 
-    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
-        ggml_cpool_stats s{};
-        if (ggml_cpool_get_stats(pool, &s) != GGML_CPOOL_STATUS_OK) {
-            return false;
-        }
-        *reserved      = s.reserved_bytes;
-        *peak_reserved = s.peak_reserved_bytes;
-        *driver_allocs = s.driver_allocs;
-        return true;
-    }
-
     void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
-        void *            ptr = nullptr;
-        ggml_cpool_status st  = request(size, growing, limit, &ptr, actual_size);
+        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte is
+        // still a buffer of its own that free takes back
+        const size_t asked   = std::max<size_t>(size, 1);
+        void *       ptr     = nullptr;
+        auto         request = [&] {
+            return growing ? ggml_cpool_alloc_growing(pool, asked, limit, &ptr, actual_size) :
+                                     ggml_cpool_alloc(pool, asked, 0, &ptr, actual_size);
+        };
+        ggml_cpool_status st = request();
         if (st != GGML_CPOOL_STATUS_OK && abandon_capture()) {
-            st = request(size, growing, limit, &ptr, actual_size); // outside the capture: with recovery
+            st = request(); // outside the capture: with recovery
         }
         if (st != GGML_CPOOL_STATUS_OK) {
             char what[64];
@@ -138,14 +134,6 @@ struct module_pool final : reported_pool<module_pool> {
     }
 
   private:
-    ggml_cpool_status request(size_t size, bool growing, size_t limit, void ** ptr, size_t * actual_size) {
-        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte
-        // is still a buffer of its own that free takes back
-        size = std::max<size_t>(size, 1);
-        return growing ? ggml_cpool_alloc_growing(pool, size, limit, ptr, actual_size) :
-                         ggml_cpool_alloc(pool, size, 0, ptr, actual_size);
-    }
-
     // the module refused while the stream captures a graph, where it may not synchronize or free to
     // recover: the capture ends, what it holds runs now, once, and the rest of the graph eagerly.
     // Evaluating the graph again would not do: ggml-alloc reuses an input's memory after its last reader
@@ -216,53 +204,48 @@ struct watched_pool final : reported_pool<watched_pool> {
 
     ~watched_pool() override { report_stats(); }
 
-    bool driver_usage(size_t * reserved, size_t * peak_reserved, uint64_t * driver_allocs) const override {
-        return own->driver_usage(reserved, peak_reserved, driver_allocs);
-    }
-
     void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
         return growing ? own->alloc_overallocate(size, limit, actual_size) : own->alloc(size, actual_size);
     }
 
+    // what the pool reserved is read after a call, never just before one, which would bring the
+    // pool's lines into the cache ahead of the timed call
     void took(size_t actual) {
-        size_t   reserved = 0, peak = 0;
-        uint64_t before = seen.stats.driver_allocs, after = 0;
+        ggml_cpool_stats & s        = seen.stats;
+        size_t             reserved = 0, peak = 0;
+        uint64_t           before = s.driver_allocs, after = 0;
         if (own->driver_usage(&reserved, &peak, &after)) {
-            seen.stats.driver_allocs = after;
+            s.driver_allocs = after;
             // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
             // growth maps what the request lacks, which may be less
-            seen.stats.flushes += legacy && after != before && reserved < held + actual;
-            held = reserved;
+            s.flushes += legacy && after != before && reserved < s.reserved_bytes + actual;
+            s.reserved_bytes = reserved;
         }
-        seen.stats.allocs++;
-        seen.stats.hits += after == before;
-        live += actual;
-        seen.stats.peak_live_bytes = std::max(seen.stats.peak_live_bytes, live);
+        s.allocs++;
+        s.hits += after == before;
+        s.live_bytes += actual;
+        s.peak_live_bytes = std::max(s.peak_live_bytes, s.live_bytes);
     }
 
     void give(void * ptr, size_t size) { own->free(ptr, size); }
 
     void given(size_t size) {
-        live -= size;
+        seen.stats.live_bytes -= size;
         size_t   now = 0, peak = 0;
         uint64_t drv = 0;
-        held = own->driver_usage(&now, &peak, &drv) ? now : 0; // a legacy pool with no slot left gives the buffer back
+        // a legacy pool with no slot left gives the buffer back
+        seen.stats.reserved_bytes = own->driver_usage(&now, &peak, &drv) ? now : 0;
     }
 
     figures current() {
         seen.stats.driver_allocs = 0;
         own->driver_usage(&seen.stats.reserved_bytes, &seen.stats.peak_reserved_bytes, &seen.stats.driver_allocs);
-        seen.stats.live_bytes = live;
         return seen;
     }
 
   private:
     std::unique_ptr<ggml_cuda_pool> own;
     bool                            legacy;
-    size_t                          live = 0;
-    // what ggml's pool reserved after its last call, which it holds before the next: read after a
-    // call, never just before one, which would bring the pool's lines into the cache ahead of the timed call
-    size_t                          held = 0;
 };
 
 } // namespace
