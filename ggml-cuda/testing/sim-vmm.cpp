@@ -3,6 +3,7 @@
 
 #include "sim.h"
 
+#include <algorithm>
 #include <sys/mman.h>
 
 namespace gcp {
@@ -77,14 +78,10 @@ status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
 
 status sim_primitives::release(int device, vmm_handle handle) {
     return with_device(device, [&](device_state & d) {
-        auto it = d.handles.find(handle);
-        if (it == d.handles.end()) {
-            return INVALID_ARGUMENT;
-        }
-        for (auto & m : d.mappings) {
-            if (m.second == handle) {
-                return INVALID_ARGUMENT; // the pools unmap before they release
-            }
+        auto it     = d.handles.find(handle);
+        auto mapped = [&](const std::pair<const uintptr_t, vmm_handle> & m) { return m.second == handle; };
+        if (it == d.handles.end() || std::any_of(d.mappings.begin(), d.mappings.end(), mapped)) {
+            return INVALID_ARGUMENT; // unknown, or still mapped: the pools unmap before they release
         }
         d.arena.give(it->second.offset, it->second.size);
         d.handles.erase(it);
@@ -125,10 +122,7 @@ status sim_primitives::access(int device, uintptr_t addr, size_t size, int acces
     if (!valid(device) || !valid(accessor) || !in_reservation(devices_[size_t(device)], addr, size)) {
         return INVALID_ARGUMENT;
     }
-    if (mprotect(reinterpret_cast<void *>(addr), size, PROT_READ | PROT_WRITE) != 0) {
-        return DRIVER_ERROR;
-    }
-    return OK;
+    return mprotect(reinterpret_cast<void *>(addr), size, PROT_READ | PROT_WRITE) != 0 ? DRIVER_ERROR : OK;
 }
 
 } // namespace gcp

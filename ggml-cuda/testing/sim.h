@@ -88,12 +88,11 @@ class sim_mempool;
 
 // host pages for the sim's device memory (nullptr when the host has none); prot as mmap takes it
 void * sim_map_pages(size_t size, int prot);
-// size, aligned, from the arena behind fresh host pages, recorded in `into`; OUT_OF_MEMORY where
-// the arena or the host has no room. Where the arena is full, `reclaim`'s unused memory goes back
-// first, as a cudaMalloc takes the stream-ordered pool's (measured on an H200). May throw std::bad_alloc, having undone it
+// size, aligned, from the arena behind fresh host pages, recorded in `into`; OUT_OF_MEMORY where the
+// arena or the host has none. A full arena takes `reclaim`'s unused memory first, as a cudaMalloc
+// takes the stream-ordered pool's (measured on an H200). May throw std::bad_alloc, having undone it
 status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, sim_mempool * reclaim = nullptr);
-// the block at ptr back to the arena and unmapped, so that later use faults as on a device; false
-// where `from` has none
+// the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
 bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
 
 // a host allocation of the sim's own records failed: as a device runtime does, the call says
