@@ -1,7 +1,5 @@
-// The pools ggml gets from a backend context: a module pool behind ggml's interface, one per
-// (device, stream slot) on the stream ggml launches that slot's kernels on, as ggml keeps a pool per
-// stream (a buffer freed on one stream is never reused on another without a synchronize); or
-// ggml's own pool, watched for the stats line.
+// The pools ggml gets: a module pool per (device, stream slot) on the stream of that slot's kernels,
+// as ggml keeps a pool per stream; or ggml's own pool, watched for the stats line.
 
 #include "adapter-context.cuh"
 #include "adapter-settings.cuh"
@@ -97,8 +95,7 @@ struct module_pool final : reported_pool<module_pool> {
     ~module_pool() override { report_stats(); }
 
     void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
-        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte is
-        // still a buffer of its own that free takes back
+        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte it frees
         const size_t asked   = std::max<size_t>(size, 1);
         void *       ptr     = nullptr;
         auto         request = [&] {
@@ -208,8 +205,7 @@ struct watched_pool final : reported_pool<watched_pool> {
         return growing ? own->alloc_overallocate(size, limit, actual_size) : own->alloc(size, actual_size);
     }
 
-    // what the pool reserved is read after a call, never just before one, which would bring the
-    // pool's lines into the cache ahead of the timed call
+    // what the pool reserved is read after a call, never just before one: that would warm its lines for the call
     void took(size_t actual) {
         ggml_cpool_stats & s        = seen.stats;
         size_t             reserved = 0, peak = 0;
@@ -262,11 +258,7 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
         if (config().stats.empty()) {
             return own;
         }
-#if defined(GGML_USE_VMM)
-        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose
-#else
-        const bool legacy = true;
-#endif
+        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose (false without VMM)
         return std::make_unique<watched_pool>(ctx.cpool_context, std::move(own), device, stream_no, legacy);
     }
     ggml_cpool_ctx_t  context = ctx.cpool_context->ctx;
@@ -280,8 +272,7 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
         fail(device, "creating the pool", st);
     }
     if (stream_no == 0 && device == ctx.device) {
-        // the stream ggml captures; its other streams, joined to a capture by ggml's forks, and
-        // other devices' keep asking the driver
+        // the stream ggml captures; its forked streams and other devices' keep asking the driver
         ggml_cuda_cpool_context & c = *ctx.cpool_context;
         c.first_stream_pool[device] = pool;
         declare_capture(c, device, c.capture_open);
