@@ -1,5 +1,4 @@
-// A compute that runs out of memory (ggml-cuda-pool-adapter.cuh): who may unwind, which CUDA errors
-// are an out-of-memory, and what is set right once the compute has unwound.
+// A compute that runs out of memory (ggml-cuda-pool-adapter.cuh): who unwinds, and what is set right after.
 
 #include "adapter-context.cuh"
 #include "adapter-settings.cuh"
@@ -28,8 +27,7 @@ bool capturing(cudaStream_t stream) {
            status != cudaStreamCaptureStatusNone;
 }
 
-// a capture still open on the device's first stream is thrown away, its forked streams joined
-// first: a capture with an unjoined fork cannot end
+// a capture still open on the device's first stream is thrown away, its forks joined first (else it cannot end)
 void end_capture(ggml_backend_cuda_context & ctx) {
     cudaStream_t main_stream = ctx.streams[ctx.device][0];
     if (!capturing(main_stream)) {
@@ -84,8 +82,7 @@ ggml_cuda_cpool_compute_scope::~ggml_cuda_cpool_compute_scope() {
 }
 
 void ggml_cuda_cpool_on_cuda_error(const char * stmt, const char * msg) {
-    // a second refusal while the first unwinds (a holder's destructor) would reach std::terminate:
-    // ggml's abort ends the process instead, with its own lines
+    // a second refusal while the first unwinds (a holder's destructor) is left to ggml's abort, not std::terminate
     if (cpool_adapter::compute_may_fail && std::uncaught_exceptions() == 0 && cpool_adapter::is_out_of_memory(msg)) {
         cpool_adapter::fail_compute(std::string(stmt) + ": " + msg);
     }

@@ -1,6 +1,5 @@
 #pragma once
-// The context: what the pools of one backend context share. Its memory is never handed to another
-// backend context, whose CUDA graphs could still use it.
+// The context: what the pools of one backend context share, never another's (whose graphs may still use it).
 
 #include "adapter-settings.cuh"
 #include "ggml-cuda-pool-adapter.cuh"
@@ -16,8 +15,7 @@ struct ggml_cuda_cpool_context {
     ggml_cpool_ctx_t     ctx   = nullptr; // the module's pools; null where ggml's own serve
     uint64_t             graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
     bool                 capture_abandoned                          = false; // since ggml last asked
-    // GGML_CUDA_POOL_CAPTURES=declared: whether ggml is capturing its device's first stream, and the
-    // module's pool of each device's first stream, which is told
+    // GGML_CUDA_POOL_CAPTURES=declared: whether ggml captures its first stream, and each device's pool of it
     bool                 capture_open                              = false;
     ggml_cpool_t         first_stream_pool[GGML_CPOOL_MAX_DEVICES] = {};
 
@@ -29,8 +27,7 @@ namespace cpool_adapter {
 // opened by whichever comes first: a pool, a graph or a compute
 ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx);
 
-// ggml begins (open) or has ended a capture of `device`'s first stream: its module pool is told,
-// where GGML_CUDA_POOL_CAPTURES=declared
+// ggml begins (open) or has ended a capture of `device`'s first stream, which its pool is told if declared
 void declare_capture(ggml_cuda_cpool_context & context, int device, bool open);
 
 // the module refused after its recovery: an out-of-memory inside a compute that may fail fails the

@@ -12,8 +12,7 @@ namespace cpool_adapter {
 
 namespace {
 
-// a bad setting ends the run before a model loads, with its one line and no backtrace: nothing has
-// been computed that a core would explain
+// a bad setting ends the run before a model loads, with its one line and no backtrace: nothing to explain yet
 [[noreturn]] void end_run() {
     exit(EXIT_FAILURE);
 }

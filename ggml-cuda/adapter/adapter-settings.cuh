@@ -1,6 +1,5 @@
 #pragma once
-// The adapter's run-time settings, read once from the environment by the module's reader
-// (ggml_cpool_option_read: one rule for every row of ggml-cuda-pool-options.h).
+// The adapter's run-time settings, read once by the module's reader (one rule for every option).
 
 #include "ggml-cuda-pool.h"
 
@@ -31,8 +30,7 @@ struct settings {
     bool                oom_fails_compute = true;
 };
 
-// read at the first call (when ggml-cuda initializes): a bad value, or GGML_CUDA_POOL_ROTATE set
-// together with GGML_CUDA_POOL, ends the run with one line
+// read at the first call: a bad value, or GGML_CUDA_POOL_ROTATE with GGML_CUDA_POOL, ends the run with one line
 const settings & config();
 
 // the module's lines through ggml's logger from now on (once): from the settings' reading on

@@ -1,6 +1,5 @@
 #pragma once
-// The statistics lines (GGML_CUDA_POOL_STATS): one per pool when it goes, one per backend context
-// when its context ends, one per pool on demand (SIGUSR1), and the timer of a pool's calls.
+// The statistics lines (GGML_CUDA_POOL_STATS) of the pools and the contexts, and the timer of a pool's calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
 #include "ggml-cuda-pool.h"
@@ -13,14 +12,12 @@ namespace cpool_adapter {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-// what the stats line says of a pool: the module's statistics or what watching ggml's own gave,
-// and the adapter's own figures
+// what a pool's line says: the module's statistics (or what watching ggml's own gave), and the adapter's
 struct figures {
     const char *     kind = "";
     ggml_cpool_stats stats{};
     uint64_t         call_ns = 0; // inside the pool's alloc and free, as ggml calls them
-    // the first of those calls: it sets the pool up, and the driver its own pool (the first
-    // cudaMallocAsync of a device: milliseconds), which a short run's figure per call would hide
+    // the first of those, which sets the pool up (a device's first cudaMallocAsync: milliseconds)
     uint64_t         first_call_ns = 0;
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
     uint64_t         growing      = 0;
@@ -55,9 +52,8 @@ class call_timer {
 enum class line { stats, snapshot };
 void report(line what, uint64_t context, int device, int slot, const figures & f);
 
-// the SIGUSR1s so far. Each asks every pool for a snapshot line, written at its next call on the
-// thread that uses it (a signal handler may not write a file): a process that keeps its backends,
-// as rpc-server does, would otherwise never show its pools
+// the SIGUSR1s so far, each asking every pool for a line at its next call (a handler may not write a
+// file): a process that keeps its backends, as rpc-server does, would otherwise never show its pools
 unsigned snapshots_asked();
 
 // one line per backend context, when its context ends: what its CUDA graphs did

@@ -1,5 +1,4 @@
-// ggml-cuda-pool as ggml's ggml_cuda_pool: the contexts (adapter-context.cuh), one module context per
-// ggml backend context, and the entry points the patch calls (the pools' in adapter-pools.cu).
+// The contexts (adapter-context.cuh), one per ggml backend context, and the entry points the patch calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
 
@@ -96,8 +95,7 @@ bool ggml_cuda_cpool_kv_f16_in_pool() {
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event) {
     ggml_cuda_cpool_context & s = cpool_adapter::context_of(ctx);
     s.graph_events[event]++;
-    // ggml notes CAPTURE just before it begins capturing the device's first stream, and every
-    // other note comes once no capture is open (instantiate, update and launch follow its end)
+    // ggml notes CAPTURE just before capturing the first stream, and every other note with no capture open
     cpool_adapter::declare_capture(s, ctx.device, event == GGML_CUDA_CPOOL_GRAPH_CAPTURE);
 }
 

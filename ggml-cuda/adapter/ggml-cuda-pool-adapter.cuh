@@ -71,6 +71,5 @@ void ggml_cuda_cpool_on_cuda_error(const char * stmt, const char * msg);
 // and the latched error cleared. Returns GGML_STATUS_ALLOC_FAILED (GGML_STATUS_FAILED where a stream failed)
 enum ggml_status ggml_cuda_cpool_compute_failed(ggml_backend_cuda_context & ctx);
 
-// the settings read and checked when ggml-cuda initializes: a bad value ends the run before a model
-// loads, with one line naming the variable and the values it takes
+// reads the settings when ggml-cuda initializes: a bad value ends the run with one line, before a model loads
 void ggml_cuda_cpool_check_settings();
