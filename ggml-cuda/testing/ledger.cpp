@@ -49,8 +49,25 @@ class ledger_primitives final : public device_primitives, public vmm_primitives,
     vmm_primitives *     vmm(int device) override { return below_->vmm(device) ? this : nullptr; }
     mempool_primitives * mempool(int device) override { return below_->mempool(device) ? this : nullptr; }
 
-    size_t outstanding() const override;
-    size_t used(int device) const override;
+    size_t outstanding() const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        size_t                      n = 0;
+        for (auto & map : held_) {
+            n += map.size();
+        }
+        return n;
+    }
+
+    size_t used(int device) const override {
+        std::lock_guard<std::mutex> lock(mutex_);
+        size_t                      n = 0;
+        for (auto & map : held_) {
+            for (auto & p : map) {
+                n += p.second.device == device ? p.second.size : 0;
+            }
+        }
+        return n;
+    }
 
     bool         error_latched() const override { return below_->error_latched(); }
     void         clear_error() override { below_->clear_error(); }
@@ -129,26 +146,6 @@ class ledger_primitives final : public device_primitives, public vmm_primitives,
     mutable std::mutex                   mutex_;
     std::unordered_map<uintptr_t, piece> held_[KINDS];
 };
-
-size_t ledger_primitives::outstanding() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t                      n = 0;
-    for (auto & map : held_) {
-        n += map.size();
-    }
-    return n;
-}
-
-size_t ledger_primitives::used(int device) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    size_t                      n = 0;
-    for (auto & map : held_) {
-        for (auto & p : map) {
-            n += p.second.device == device ? p.second.size : 0;
-        }
-    }
-    return n;
-}
 
 } // namespace
 
