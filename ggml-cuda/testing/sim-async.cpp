@@ -1,6 +1,5 @@
-// The sim driver's stream-ordered pool (testing/sim.h): sim_mempool, one per device, reached
-// through known streams; an allocation on a capturing stream is a memory node of the graph,
-// outside the pool.
+// The sim driver's stream-ordered pool (testing/sim.h): sim_mempool, one per device, reached through
+// known streams; an allocation on a capturing stream is a memory node of the graph, outside it.
 
 #include "sim.h"
 

@@ -161,11 +161,9 @@ uint64_t sim_primitives::stream_calls(int device, stream_t stream) const {
 }
 
 status sim_primitives::stream_destroy(int device, stream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || stream == nullptr || devices_[size_t(device)].streams.erase(stream) == 0) {
-        return INVALID_ARGUMENT;
-    }
-    return OK;
+    return with_device(device, [&](device_state & d) {
+        return stream == nullptr || d.streams.erase(stream) == 0 ? INVALID_ARGUMENT : OK;
+    });
 }
 
 status sim_primitives::stream_synchronize(int device, stream_t stream) {

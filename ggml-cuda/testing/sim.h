@@ -33,8 +33,7 @@ class sim_arena {
 
     // first fit; false when no free range holds size. May throw std::bad_alloc, changing nothing
     bool take(size_t size, size_t * offset) {
-        // give never allocates: the free ranges are the gaps between the pieces out, at most
-        // one more than there are pieces
+        // give never allocates: the free ranges are gaps between the pieces out, one more at most
         reserve_at_least(free_, pieces_ + 2);
         for (auto it = free_.begin(); it != free_.end(); ++it) {
             if (it->size >= size) {
@@ -95,8 +94,7 @@ status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, 
 // the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
 bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
 
-// a host allocation of the sim's own records failed: as a device runtime does, the call says
-// OUT_OF_MEMORY (each call has undone what it did by then)
+// where the sim's own records find no host memory the call, undone, says OUT_OF_MEMORY as a runtime does
 template <typename F> status sim_host_memory(F && f) {
     try {
         return f();
@@ -113,8 +111,7 @@ class sim_mempool {
   public:
     ~sim_mempool();
 
-    // best fit among the reusable free blocks, else new memory from the arena; alloc and free
-    // may throw std::bad_alloc, changing nothing then
+    // best fit among the reusable free blocks, else new memory; it and free may throw std::bad_alloc, undone
     status alloc(sim_arena & arena, size_t size, void * stream, void ** ptr);
     // INVALID_ARGUMENT for a pointer the pool did not hand out
     status free(void * ptr, void * stream);
@@ -202,8 +199,7 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
         std::unique_ptr<sim_mempool>              mempool = std::make_unique<sim_mempool>();
         // every stream created, and nullptr: the default stream, which always exists
         std::map<stream_t, stream_state>          streams{ { nullptr, {} } };
-        // stream-ordered allocations made while their stream was capturing: the graph's memory,
-        // outside the stream-ordered pool, as CUDA's graph memory nodes are
+        // stream-ordered allocations on a capturing stream: the graph's, outside the pool, as CUDA's memory nodes are
         sim_blocks                                graph_allocs;
     };
 
