@@ -1,13 +1,12 @@
 #pragma once
-// The sim driver is a driver (driver.h) over sim_primitives: host memory that behaves like a
-// device. A capacity per device with first-fit placement, 256-byte aligned allocations, reservable
-// virtual ranges mapped at a granularity (PROT_NONE until mapped, so a stray access faults), a
-// stream-ordered pool per device, streams that can be marked as capturing. Device memory and
-// streams in sim.cpp, virtual memory in sim-vmm.cpp, the stream-ordered pool in sim-async.cpp.
+// The sim driver is a driver (driver.h) over sim_primitives: host memory that behaves like a device,
+// with virtual ranges that are PROT_NONE until mapped (a stray access faults) and streams that can be
+// marked as capturing. Virtual memory in sim-vmm.cpp, the stream-ordered pool in sim-async.cpp.
 
 #include "ggml-cuda-pool-testing.h"
 #include "../drivers/primitives.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -35,29 +34,25 @@ class sim_arena {
     bool take(size_t size, size_t * offset) {
         // give never allocates: the free ranges are gaps between the pieces out, one more at most
         reserve_at_least(free_, pieces_ + 2);
-        for (auto it = free_.begin(); it != free_.end(); ++it) {
-            if (it->size >= size) {
-                *offset = it->offset;
-                it->offset += size;
-                it->size -= size;
-                if (it->size == 0) {
-                    free_.erase(it);
-                }
-                used_ += size;
-                pieces_++;
-                return true;
-            }
+        auto it = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.size >= size; });
+        if (it == free_.end()) {
+            return false;
         }
-        return false;
+        *offset = it->offset;
+        it->offset += size;
+        it->size -= size;
+        if (it->size == 0) {
+            free_.erase(it);
+        }
+        used_ += size;
+        pieces_++;
+        return true;
     }
 
     void give(size_t offset, size_t size) noexcept {
         used_ -= size;
         pieces_--;
-        auto next = free_.begin();
-        while (next != free_.end() && next->offset < offset) {
-            ++next;
-        }
+        auto next = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.offset >= offset; });
         const bool after  = next != free_.end() && offset + size == next->offset;
         const bool before = next != free_.begin() && std::prev(next)->offset + std::prev(next)->size == offset;
         if (before) {
@@ -103,10 +98,9 @@ template <typename F> status sim_host_memory(F && f) {
     }
 }
 
-// A device's stream-ordered pool, modelled on CUDA's default memory pool: freed blocks stay
-// reserved; the freeing stream may reuse one at once; another stream may too under the
-// cross-stream reuse policies (CUDA's default: host work here is always complete, so every free
-// counts as completed), else only once a synchronize has observed the free.
+// A device's stream-ordered pool, modelled on CUDA's default: freed blocks stay reserved; the freeing
+// stream may reuse one at once, another under the cross-stream reuse policies (CUDA's default: host
+// work is always complete here) or once a synchronize has observed the free.
 class sim_mempool {
   public:
     ~sim_mempool();
