@@ -105,13 +105,11 @@ ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const 
 }
 
 uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
-    gcp::fault_driver * f = fault ? fault->ref.fault : nullptr;
-    return f ? f->fired() : 0;
+    return fault && fault->ref.fault ? fault->ref.fault->fired() : 0;
 }
 
 uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {
-    gcp::sim_primitives * sim = driver ? driver->ref.sim : nullptr;
-    return sim ? sim->stream_calls(device, stream) : 0;
+    return driver && driver->ref.sim ? driver->ref.sim->stream_calls(device, stream) : 0;
 }
 
 ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {

@@ -46,8 +46,7 @@ status sim_mempool::free(void * ptr, void * stream) {
     if (it == live_.end()) {
         return INVALID_ARGUMENT;
     }
-    reserve_at_least(free_, free_.size() + 1); // may throw: nothing changed yet
-    free_.push_back({ it->second, ptr, stream, false });
+    free_.push_back({ it->second, ptr, stream, false }); // may throw: nothing changed yet
     used_ -= it->second.size;
     live_.erase(it);
     return OK;
