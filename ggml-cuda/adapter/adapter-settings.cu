@@ -37,20 +37,6 @@ choice choice_of(const char * word) {
     return c;
 }
 
-// GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
-void open_stats(const ggml_cpool_option_value & v, settings * c) {
-    if (!v.on) {
-        return;
-    }
-    c->stats     = v.path ? v.path : "-";
-    c->stats_out = v.path ? fopen(v.path, "a") : stderr;
-    if (c->stats_out == nullptr) {
-        GGML_LOG_ERROR("ggml-cuda-pool: %s=%s: cannot open it for appending (%s)\n",
-                       ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS), v.path, strerror(errno));
-        end_run();
-    }
-}
-
 settings read_settings() {
     settings                      c;
     const ggml_cpool_option_value pool   = read(GGML_CPOOL_OPTION_POOL);
@@ -75,7 +61,17 @@ settings read_settings() {
     c.captures_declared                    = captures.set && strcmp(captures.word, "declared") == 0;
     const ggml_cpool_option_value oom      = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
     c.oom_fails_compute                    = !oom.set || strcmp(oom.word, "abort") != 0;
-    open_stats(read(GGML_CPOOL_OPTION_STATS), &c);
+    // GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
+    const ggml_cpool_option_value stats = read(GGML_CPOOL_OPTION_STATS);
+    if (stats.on) {
+        c.stats     = stats.path ? stats.path : "-";
+        c.stats_out = stats.path ? fopen(stats.path, "a") : stderr;
+        if (c.stats_out == nullptr) {
+            GGML_LOG_ERROR("ggml-cuda-pool: %s=%s: cannot open it for appending (%s)\n",
+                           ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS), stats.path, strerror(errno));
+            end_run();
+        }
+    }
     return c;
 }
 
