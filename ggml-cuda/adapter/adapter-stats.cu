@@ -16,6 +16,8 @@ namespace cpool_adapter {
 
 namespace {
 
+using ull = unsigned long long; // what %llu reads
+
 // one statistics line, where GGML_CUDA_POOL_STATS asks for them
 void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
 void report_line(const char * fmt, ...) {
@@ -44,31 +46,30 @@ void ask_snapshot(int /*signal*/) {
 }
 
 #if defined(SIGUSR1)
-bool install_snapshot_handler() {
-    // from the environment now, saying nothing of a bad value: the settings' reading says it
-    ggml_cpool_option_value stats;
-    if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &stats) != GGML_CPOOL_STATUS_OK || !stats.on) {
-        return false;
-    }
-    struct sigaction current = {};
-    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
-        return false; // the process has its own use for it
-    }
-    struct sigaction ours = {};
-    ours.sa_handler       = ask_snapshot;
-    ours.sa_flags         = SA_RESTART; // a server blocked in accept() keeps waiting for its next client
-    sigemptyset(&ours.sa_mask);
-    if (sigaction(SIGUSR1, &ours, nullptr) != 0) {
-        GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
-        return false;
-    }
-    return true;
-}
-
 // in place from the moment ggml-cuda loads, only over SIGUSR1's default action, which would end a
 // server signalled before its first pool; it comes back where ggml-cuda is unloaded
 struct snapshot_handler {
-    const bool installed = install_snapshot_handler();
+    bool installed = false;
+
+    snapshot_handler() {
+        // from the environment now, saying nothing of a bad value: the settings' reading says it
+        ggml_cpool_option_value stats;
+        if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &stats) != GGML_CPOOL_STATUS_OK || !stats.on) {
+            return;
+        }
+        struct sigaction current = {};
+        if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
+            return; // the process has its own use for it
+        }
+        struct sigaction ours = {};
+        ours.sa_handler       = ask_snapshot;
+        ours.sa_flags         = SA_RESTART; // a server blocked in accept() keeps waiting for its next client
+        sigemptyset(&ours.sa_mask);
+        installed = sigaction(SIGUSR1, &ours, nullptr) == 0;
+        if (!installed) {
+            GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
+        }
+    }
 
     ~snapshot_handler() {
         struct sigaction current = {};
@@ -92,25 +93,19 @@ void report(line what, uint64_t context, int device, int slot, const figures & f
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
         "growing_peak_buffer_mib=%.2f call_ms=%.3f first_call_ms=%.3f\n",
-        what == line::stats ? "stats" : "snapshot", (unsigned long long) context, device, slot, f.kind,
-        (unsigned long long) s.allocs, (unsigned long long) s.hits, (unsigned long long) s.driver_allocs,
-        (unsigned long long) s.driver_frees, s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB,
-        s.peak_reserved_bytes / MiB, (unsigned long long) s.lru_reclaims, (unsigned long long) s.flushes,
-        (unsigned long long) s.oom_returned, (unsigned long long) s.synchronizes, (unsigned long long) f.growing,
-        f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
+        what == line::stats ? "stats" : "snapshot", ull(context), device, slot, f.kind, ull(s.allocs), ull(s.hits),
+        ull(s.driver_allocs), ull(s.driver_frees), s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB,
+        s.peak_reserved_bytes / MiB, ull(s.lru_reclaims), ull(s.flushes), ull(s.oom_returned), ull(s.synchronizes),
+        ull(f.growing), f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {
     report_line("ggml-cuda-pool graphs: context=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
                 "update_failures=%llu launches=%llu abandoned=%llu failed=%llu config=%s\n",
-                (unsigned long long) context, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_FAILED], config_name);
+                ull(context), ull(n[GGML_CUDA_CPOOL_GRAPH_EAGER]), ull(n[GGML_CUDA_CPOOL_GRAPH_CAPTURE]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE]), ull(n[GGML_CUDA_CPOOL_GRAPH_UPDATE]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED]), ull(n[GGML_CUDA_CPOOL_GRAPH_LAUNCH]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_ABANDONED]), ull(n[GGML_CUDA_CPOOL_GRAPH_FAILED]), config_name);
 }
 
 } // namespace cpool_adapter
