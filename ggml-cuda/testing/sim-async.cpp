@@ -86,10 +86,8 @@ status sim_primitives::malloc_async(int device, size_t size, stream_t stream, vo
             return INVALID_ARGUMENT;
         }
         // while capturing, a memory node of the graph: device memory of the graph's, not the pool's
-        return sim_host_memory([&] {
-            return s.capturing ? sim_take(d.arena, size, d.graph_allocs, ptr) :
-                                 d.mempool->alloc(d.arena, size, stream, ptr);
-        });
+        return s.capturing ? sim_take(d.arena, size, d.graph_allocs, ptr) :
+                             d.mempool->alloc(d.arena, size, stream, ptr);
     });
 }
 
@@ -102,7 +100,7 @@ status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
         if (sim_give(d.arena, d.graph_allocs, ptr)) {
             return OK;
         }
-        return sim_host_memory([&] { return d.mempool->free(ptr, stream); });
+        return d.mempool->free(ptr, stream);
     });
 }
 

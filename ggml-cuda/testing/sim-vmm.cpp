@@ -18,17 +18,16 @@ bool sim_primitives::in_reservation(const device_state & d, uintptr_t addr, size
 }
 
 status sim_primitives::reserve(int device, size_t size, uintptr_t * addr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
-        return INVALID_ARGUMENT;
-    }
-    void * p = sim_map_pages(size, PROT_NONE);
-    if (p == nullptr) {
-        return OUT_OF_MEMORY;
-    }
-    return sim_host_memory([&] {
+    return with_device(device, [&](device_state & d) {
+        if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
+            return INVALID_ARGUMENT;
+        }
+        void * p = sim_map_pages(size, PROT_NONE);
+        if (p == nullptr) {
+            return OUT_OF_MEMORY;
+        }
         try {
-            devices_[size_t(device)].reservations.emplace(reinterpret_cast<uintptr_t>(p), size);
+            d.reservations.emplace(reinterpret_cast<uintptr_t>(p), size);
         } catch (...) {
             munmap(p, size);
             throw;
@@ -55,13 +54,11 @@ status sim_primitives::unreserve(int device, uintptr_t addr, size_t size) {
 }
 
 status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
-        return INVALID_ARGUMENT;
-    }
-    return sim_host_memory([&] {
-        device_state & d      = devices_[size_t(device)];
-        size_t         offset = 0;
+    return with_device(device, [&](device_state & d) {
+        if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
+            return INVALID_ARGUMENT;
+        }
+        size_t offset = 0;
         if (!d.arena.take(size, &offset)) {
             return OUT_OF_MEMORY;
         }
@@ -96,10 +93,8 @@ status sim_primitives::map(int device, uintptr_t addr, size_t size, vmm_handle h
             d.mappings.count(addr) != 0) {
             return INVALID_ARGUMENT;
         }
-        return sim_host_memory([&] {
-            d.mappings.emplace(addr, handle);
-            return OK;
-        });
+        d.mappings.emplace(addr, handle);
+        return OK;
     });
 }
 

@@ -108,8 +108,7 @@ sim_primitives::~sim_primitives() {
 
 status sim_primitives::malloc(int device, size_t size, void ** ptr) {
     return with_device(device, [&](device_state & d) {
-        return size == 0 ? INVALID_ARGUMENT :
-                           sim_host_memory([&] { return sim_take(d.arena, size, d.allocs, ptr, d.mempool.get()); });
+        return size == 0 ? INVALID_ARGUMENT : sim_take(d.arena, size, d.allocs, ptr, d.mempool.get());
     });
 }
 
@@ -128,12 +127,10 @@ status sim_primitives::synchronize(int device) {
 
 status sim_primitives::stream_create(int device, stream_t * stream) {
     return with_device(device, [&](device_state & d) {
-        return sim_host_memory([&] {
-            stream_t s = reinterpret_cast<stream_t>(next_stream_++);
-            d.streams.emplace(s, stream_state{});
-            *stream = s;
-            return OK;
-        });
+        stream_t s = reinterpret_cast<stream_t>(next_stream_++);
+        d.streams.emplace(s, stream_state{});
+        *stream = s;
+        return OK;
     });
 }
 

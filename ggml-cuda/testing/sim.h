@@ -89,15 +89,6 @@ status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, 
 // the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
 bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
 
-// where the sim's own records find no host memory the call, undone, says OUT_OF_MEMORY as a runtime does
-template <typename F> status sim_host_memory(F && f) {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return OUT_OF_MEMORY;
-    }
-}
-
 // A device's stream-ordered pool, modelled on CUDA's default: freed blocks stay reserved; the freeing
 // stream may reuse one at once, another under the cross-stream reuse policies (CUDA's default: host
 // work is always complete here) or once a synchronize has observed the free.
@@ -198,10 +189,18 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     };
 
     bool                         valid(int device) const { return device >= 0 && device < params_.device_count; }
-    // f(the device's state) under the lock; INVALID_ARGUMENT for an unknown device
+    // f(the device's state) under the lock; INVALID_ARGUMENT for an unknown device. Where the sim's own
+    // records find no host memory, f undoes what it did and the call says OUT_OF_MEMORY, as a runtime does
     template <typename F> status with_device(int device, F && f) {
         std::lock_guard<std::mutex> lock(mutex_);
-        return valid(device) ? f(devices_[size_t(device)]) : INVALID_ARGUMENT;
+        if (!valid(device)) {
+            return INVALID_ARGUMENT;
+        }
+        try {
+            return f(devices_[size_t(device)]);
+        } catch (const std::bad_alloc &) {
+            return OUT_OF_MEMORY;
+        }
     }
     // f(the device's state, the stream's) under the lock; INVALID_ARGUMENT for an unknown one
     template <typename F> status with_stream(int device, stream_t stream, F && f) {
