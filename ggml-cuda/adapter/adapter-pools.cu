@@ -13,17 +13,22 @@ namespace cpool_adapter {
 
 namespace {
 
-// what both pools share: the time inside ggml's calls, the snapshot line SIGUSR1 asked for (written
-// before a call changes anything) and the stats line at the end. Pool gives take, give and current
+// what both pools share: the time inside ggml's calls, the snapshot line SIGUSR1 asked for and the
+// stats line at the end. Pool gives take, give and current
 template <typename Pool> class reported_pool : public ggml_cuda_pool {
   public:
-    void * alloc(size_t size, size_t * actual_size) final { return timed_alloc(size, false, 0, actual_size); }
+    void * alloc(size_t size, size_t * actual_size) final {
+        void * ptr = call([&] { return self().take(size, false, 0, actual_size); });
+        self().took(*actual_size);
+        return ptr;
+    }
 
     void * alloc_overallocate(size_t size, size_t max_size, size_t * actual_size) final {
         if (!config().kv_growing) {
             return alloc(size, actual_size); // as ggml's own pools serve it: no headroom
         }
-        void * ptr = timed_alloc(size, true, max_size, actual_size);
+        void * ptr = call([&] { return self().take(size, true, max_size, actual_size); });
+        self().took(*actual_size);
         seen.growing++;
         seen.growing_peak = std::max(seen.growing_peak, size);
         seen.growing_got  = std::max(seen.growing_got, *actual_size);
@@ -31,11 +36,7 @@ template <typename Pool> class reported_pool : public ggml_cuda_pool {
     }
 
     void free(void * ptr, size_t size) final {
-        on_call();
-        {
-            call_timer timer(timed ? &seen : nullptr);
-            self().give(ptr, size);
-        }
+        call([&] { self().give(ptr, size); });
         self().given(size);
     }
 
@@ -48,7 +49,7 @@ template <typename Pool> class reported_pool : public ggml_cuda_pool {
     // from Pool's destructor, while its figures can still be read
     void report_stats() {
         if (timed) {
-            report(line::stats, context->id, device, slot, self().current());
+            report("stats", context->id, device, slot, self().current());
         }
     }
 
@@ -64,22 +65,14 @@ template <typename Pool> class reported_pool : public ggml_cuda_pool {
   private:
     Pool & self() { return static_cast<Pool &>(*this); }
 
-    void on_call() {
+    // f(), timed where the pool is, after the snapshot line SIGUSR1 asked for (before f changes anything)
+    template <typename F> auto call(F && f) {
         if (timed && snapshots_seen != snapshots_asked()) {
             snapshots_seen = snapshots_asked();
-            report(line::snapshot, context->id, device, slot, self().current());
+            report("snapshot", context->id, device, slot, self().current());
         }
-    }
-
-    void * timed_alloc(size_t size, bool growing, size_t limit, size_t * actual_size) {
-        on_call();
-        void * ptr = nullptr;
-        {
-            call_timer timer(timed ? &seen : nullptr);
-            ptr = self().take(size, growing, limit, actual_size);
-        }
-        self().took(*actual_size);
-        return ptr;
+        call_timer timer(timed ? &seen : nullptr);
+        return f();
     }
 
     unsigned snapshots_seen = snapshots_asked();
@@ -122,18 +115,15 @@ struct module_pool final : reported_pool<module_pool> {
     }
 
     figures current() {
-        ggml_cpool_stats s{};
-        if (ggml_cpool_get_stats(pool, &s) == GGML_CPOOL_STATUS_OK) {
-            seen.kind  = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
-            seen.stats = s;
+        if (ggml_cpool_get_stats(pool, &seen.stats) == GGML_CPOOL_STATUS_OK) { // written only where it succeeds
+            seen.kind = ggml_cpool_kind_str(ggml_cpool_get_kind(pool));
         }
         return seen;
     }
 
   private:
-    // the module refused while the stream captures a graph, where it may not synchronize or free to
-    // recover: the capture ends, what it holds runs now, once, and the rest of the graph eagerly.
-    // Evaluating the graph again would not do: ggml-alloc reuses an input's memory after its last reader
+    // the module refused during a capture, where it may not recover: the capture ends, what it holds runs
+    // once and the rest eagerly. Not again from the start: ggml-alloc gave inputs' memory to later nodes
     bool abandon_capture() {
         cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
         if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture == cudaStreamCaptureStatusNone) {
@@ -187,9 +177,8 @@ struct module_pool final : reported_pool<module_pool> {
     cudaStream_t stream; // ggml's, the one this pool's kernels run on
 };
 
-// ggml's own pool, watched from outside (only where GGML_CUDA_POOL_STATS asks for a stats line).
-// ggml's legacy pool flushes and retries once when the driver refuses: a miss after which the pool
-// holds less than before plus the new buffer was such a flush (its VMM pool never gives memory back)
+// ggml's own pool, watched for GGML_CUDA_POOL_STATS. Its legacy pool flushes and retries once when the
+// driver refuses: a miss after which it holds less than before plus the new buffer was such a flush
 struct watched_pool final : reported_pool<watched_pool> {
     watched_pool(std::shared_ptr<ggml_cuda_cpool_context> context, std::unique_ptr<ggml_cuda_pool> own, int device,
                  int slot, bool legacy) :
@@ -205,20 +194,16 @@ struct watched_pool final : reported_pool<watched_pool> {
         return growing ? own->alloc_overallocate(size, limit, actual_size) : own->alloc(size, actual_size);
     }
 
-    // what the pool reserved is read after a call, never just before one: that would warm its lines for the call
     void took(size_t actual) {
-        ggml_cpool_stats & s        = seen.stats;
-        size_t             reserved = 0, peak = 0;
-        uint64_t           before = s.driver_allocs, after = 0;
-        if (own->driver_usage(&reserved, &peak, &after)) {
-            s.driver_allocs = after;
-            // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
-            // growth maps what the request lacks, which may be less
-            s.flushes += legacy && after != before && reserved < s.reserved_bytes + actual;
-            s.reserved_bytes = reserved;
-        }
+        ggml_cpool_stats & s      = seen.stats;
+        const uint64_t     before = s.driver_allocs;
+        const size_t       held   = s.reserved_bytes;
+        read_usage();
+        // a legacy miss adds exactly the new buffer, unless the pool flushed first; a VMM
+        // growth maps what the request lacks, which may be less
+        s.flushes += legacy && s.driver_allocs != before && s.reserved_bytes < held + actual;
         s.allocs++;
-        s.hits += after == before;
+        s.hits += s.driver_allocs == before;
         s.live_bytes += actual;
         s.peak_live_bytes = std::max(s.peak_live_bytes, s.live_bytes);
     }
@@ -227,19 +212,20 @@ struct watched_pool final : reported_pool<watched_pool> {
 
     void given(size_t size) {
         seen.stats.live_bytes -= size;
-        size_t   now = 0, peak = 0;
-        uint64_t drv = 0;
-        // a legacy pool with no slot left gives the buffer back
-        seen.stats.reserved_bytes = own->driver_usage(&now, &peak, &drv) ? now : 0;
+        read_usage(); // a legacy pool with no slot left gives the buffer back
     }
 
     figures current() {
-        seen.stats.driver_allocs = 0;
-        own->driver_usage(&seen.stats.reserved_bytes, &seen.stats.peak_reserved_bytes, &seen.stats.driver_allocs);
+        read_usage();
         return seen;
     }
 
   private:
+    // read after each call rather than before the next, which would warm the pool's lines for the timed call
+    void read_usage() {
+        own->driver_usage(&seen.stats.reserved_bytes, &seen.stats.peak_reserved_bytes, &seen.stats.driver_allocs);
+    }
+
     std::unique_ptr<ggml_cuda_pool> own;
     bool                            legacy;
 };

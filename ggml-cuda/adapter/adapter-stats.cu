@@ -18,7 +18,6 @@ namespace {
 
 using ull = unsigned long long; // what %llu reads
 
-// one statistics line, where GGML_CUDA_POOL_STATS asks for them
 void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
 void report_line(const char * fmt, ...) {
     const settings & c = config();
@@ -86,17 +85,17 @@ unsigned snapshots_asked() {
     return snapshots.load(std::memory_order_relaxed);
 }
 
-void report(line what, uint64_t context, int device, int slot, const figures & f) {
+void report(const char * what, uint64_t context, int device, int slot, const figures & f) {
     const ggml_cpool_stats & s = f.stats;
     report_line(
         "ggml-cuda-pool %s: context=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
         "growing_peak_buffer_mib=%.2f call_ms=%.3f first_call_ms=%.3f\n",
-        what == line::stats ? "stats" : "snapshot", ull(context), device, slot, f.kind, ull(s.allocs), ull(s.hits),
-        ull(s.driver_allocs), ull(s.driver_frees), s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB,
-        s.peak_reserved_bytes / MiB, ull(s.lru_reclaims), ull(s.flushes), ull(s.oom_returned), ull(s.synchronizes),
-        ull(f.growing), f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
+        what, ull(context), device, slot, f.kind, ull(s.allocs), ull(s.hits), ull(s.driver_allocs), ull(s.driver_frees),
+        s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB, s.peak_reserved_bytes / MiB,
+        ull(s.lru_reclaims), ull(s.flushes), ull(s.oom_returned), ull(s.synchronizes), ull(f.growing),
+        f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {

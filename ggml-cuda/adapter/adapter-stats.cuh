@@ -48,9 +48,8 @@ class call_timer {
     clock::time_point start;
 };
 
-// one line per pool: `stats` at its destruction, `snapshot` on demand
-enum class line { stats, snapshot };
-void report(line what, uint64_t context, int device, int slot, const figures & f);
+// one line per pool: "stats" at its destruction, "snapshot" on demand
+void report(const char * what, uint64_t context, int device, int slot, const figures & f);
 
 // the SIGUSR1s so far, each asking every pool for a line at its next call (a handler may not write a
 // file): a process that keeps its backends, as rpc-server does, would otherwise never show its pools
