@@ -11,8 +11,7 @@ namespace cpool_adapter {
 
 enum class owner { module, ggml, ggml_legacy }; // whose pools serve a backend context
 
-// the pools one backend context gets
-struct choice {
+struct choice { // the pools one backend context gets
     std::string     name  = "auto";
     owner           pools = owner::module;
     ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO; // a module kind; AUTO: the module's environment decides

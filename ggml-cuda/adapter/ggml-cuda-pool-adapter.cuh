@@ -14,9 +14,8 @@ struct ggml_cuda_cpool_context; // what the pools of one backend context share
 // ggml's own pool for a device (VMM where the device has it and `vmm` is set, else legacy)
 typedef std::unique_ptr<ggml_cuda_pool> (*ggml_cuda_own_pool_fn)(int device, bool vmm);
 
-// the pool of a backend context for (device, stream_no): the module's, on the stream ggml launches
-// that slot's kernels on, or ggml's own (GGML_CUDA_POOL=ggml or ggml-legacy). GGML_CUDA_POOL_ROTATE
-// gives the backend contexts its configurations in turn: an A/B within one process
+// the pool of a backend context for (device, stream_no): the module's, or ggml's own (GGML_CUDA_POOL=ggml
+// or ggml-legacy). GGML_CUDA_POOL_ROTATE gives the contexts its configurations in turn: A/B in one process
 std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
                                                          ggml_cuda_own_pool_fn own_pool);
 
