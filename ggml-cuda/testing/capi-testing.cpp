@@ -1,5 +1,4 @@
-// The C ABI of ggml-cuda-pool-testing.h: the sim driver, leak checks and counters, the device's
-// stream-ordered pool, fault injection.
+// The C ABI of ggml-cuda-pool-testing.h: the sim driver, leak checks, counters, the pool of a device, faults.
 
 #include "ggml-cuda-pool-testing.h"
 #include "../api/capi.h"

@@ -1,5 +1,4 @@
-// The leak ledger (testing/ledger.h): one decorator over a device's primitives, their virtual
-// memory and their stream-ordered pool, and the record they keep.
+// The leak ledger (testing/ledger.h): one decorator over a device's primitives, virtual memory and pool.
 
 #include "ledger.h"
 
@@ -118,8 +117,7 @@ class ledger_primitives final : public device_primitives, public vmm_primitives,
         size_t size; // 0 for a range: no memory behind it
     };
 
-    // st; where it is OK, the piece the call put at *out is recorded. Without room to record it the
-    // memory is still handed out, only the leak check loses sight of it
+    // st; where OK, the piece put at *out is recorded (without room for it, only the leak check misses it)
     template <typename T> status handed_out(status st, kind k, const T * out, int device, size_t size) noexcept {
         if (st == OK) {
             log_hold                    hold; // the line goes out once the lock is released

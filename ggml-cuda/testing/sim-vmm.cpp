@@ -1,5 +1,4 @@
-// The sim driver's virtual memory (testing/sim.h): ranges of PROT_NONE host pages, physical
-// handles taken from the device's arena, mappings that make the pages accessible.
+// The sim driver's virtual memory (testing/sim.h): PROT_NONE host pages, handles from the arena, mappings.
 
 #include "sim.h"
 

@@ -119,8 +119,7 @@ status sim_primitives::free(int device, void * ptr) {
 
 status sim_primitives::synchronize(int device) {
     return with_device(device, [&](device_state & d) {
-        // host work is already complete; the stream-ordered pool sees its frees and may release
-        d.mempool->synchronize(d.arena);
+        d.mempool->synchronize(d.arena); // host work is complete; the stream-ordered pool sees its frees
         return OK;
     });
 }

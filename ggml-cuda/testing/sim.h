@@ -78,17 +78,6 @@ class sim_arena {
 
 using sim_blocks = std::unordered_map<void *, sim_block>; // device memory by its host pages
 
-class sim_mempool;
-
-// host pages for the sim's device memory (nullptr when the host has none); prot as mmap takes it
-void * sim_map_pages(size_t size, int prot);
-// size, aligned, from the arena behind fresh host pages, recorded in `into`; OUT_OF_MEMORY where the
-// arena or the host has none. A full arena takes `reclaim`'s unused memory first, as a cudaMalloc
-// takes the stream-ordered pool's (measured on an H200). May throw std::bad_alloc, having undone it
-status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, sim_mempool * reclaim = nullptr);
-// the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
-bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
-
 // A device's stream-ordered pool, modelled on CUDA's default: freed blocks stay reserved; the freeing
 // stream may reuse one at once, another under the cross-stream reuse policies (CUDA's default: host
 // work is always complete here) or once a synchronize has observed the free.
@@ -122,6 +111,15 @@ class sim_mempool {
     std::vector<free_block> free_;
     sim_blocks              live_;
 };
+
+// host pages for the sim's device memory (nullptr when the host has none); prot as mmap takes it
+void * sim_map_pages(size_t size, int prot);
+// size, aligned, from the arena behind fresh host pages, recorded in `into`; OUT_OF_MEMORY where the
+// arena or the host has none. A full arena takes `reclaim`'s unused memory first, as a cudaMalloc
+// takes the stream-ordered pool's (measured on an H200). May throw std::bad_alloc, having undone it
+status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, sim_mempool * reclaim = nullptr);
+// the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
+bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
 
 class sim_primitives final : public device_primitives, public vmm_primitives, public mempool_primitives {
   public:
