@@ -88,7 +88,7 @@ struct module_pool final : reported_pool<module_pool> {
     ~module_pool() override { report_stats(); }
 
     void * take(size_t size, bool growing, size_t limit, size_t * actual_size) {
-        // ggml may ask for nothing (an empty tensor's scratch), which the module refuses: one byte it frees
+        // ggml may ask for 0 bytes (an empty tensor's scratch), which the module refuses: 1 byte, that free takes back
         const size_t asked   = std::max<size_t>(size, 1);
         void *       ptr     = nullptr;
         auto         request = [&] {
@@ -244,7 +244,7 @@ std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_conte
         if (config().stats.empty()) {
             return own;
         }
-        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose (false without VMM)
+        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose; vmm is false without VMM
         return std::make_unique<watched_pool>(ctx.cpool_context, std::move(own), device, stream_no, legacy);
     }
     ggml_cpool_ctx_t  context = ctx.cpool_context->ctx;
