@@ -39,5 +39,4 @@ set(GCP_TESTING_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/ledger.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-mempool.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)

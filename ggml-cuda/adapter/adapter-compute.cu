@@ -1,8 +1,4 @@
-// A compute that runs out of memory: where the module's pools serve the backend context and
-// GGML_CUDA_POOL_ON_OOM is error, the refusal unwinds out of the op to
-// ggml_backend_cuda_graph_compute, which fails with GGML_STATUS_ALLOC_FAILED instead of ending the
-// process (ggml-cuda-pool-adapter.cuh). Here: who may unwind, which CUDA errors are an
-// out-of-memory, and what is left to set right once the compute has unwound.
+// A compute that runs out of memory (ggml-cuda-pool-adapter.cuh): who unwinds, and what is set right after.
 
 #include "adapter-context.cuh"
 #include "adapter-settings.cuh"
@@ -19,8 +15,7 @@ namespace {
 // whether an out-of-memory on this thread fails the compute in progress (set by its scope)
 thread_local bool compute_may_fail = false;
 
-// an out-of-memory result as ggml's checks spell it: the runtime's and the driver API's
-// ("out of memory"), and cuBLAS's
+// an out-of-memory result as ggml's checks spell it: the runtime's and the driver API's, and cuBLAS's
 bool is_out_of_memory(const char * msg) {
     return msg != nullptr && (strcmp(msg, cudaGetErrorString(cudaErrorMemoryAllocation)) == 0 ||
                               strcmp(msg, cublas_get_error_str(CUBLAS_STATUS_ALLOC_FAILED)) == 0);
@@ -32,8 +27,7 @@ bool capturing(cudaStream_t stream) {
            status != cudaStreamCaptureStatusNone;
 }
 
-// a capture still open on the device's first stream ends and is thrown away. ggml's concurrent
-// streams forked from it are joined first: a capture with an unjoined fork cannot end
+// a capture still open on the device's first stream is thrown away, its forks joined first (else it cannot end)
 void end_capture(ggml_backend_cuda_context & ctx) {
     cudaStream_t main_stream = ctx.streams[ctx.device][0];
     if (!capturing(main_stream)) {
@@ -88,8 +82,7 @@ ggml_cuda_cpool_compute_scope::~ggml_cuda_cpool_compute_scope() {
 }
 
 void ggml_cuda_cpool_on_cuda_error(const char * stmt, const char * msg) {
-    // a second refusal while the first unwinds (a holder's destructor checking a CUDA call) would
-    // end the process through std::terminate: it ends it here, as ggml does, with its own lines
+    // a second refusal while the first unwinds (a holder's destructor) is left to ggml's abort, not std::terminate
     if (cpool_adapter::compute_may_fail && std::uncaught_exceptions() == 0 && cpool_adapter::is_out_of_memory(msg)) {
         cpool_adapter::fail_compute(std::string(stmt) + ": " + msg);
     }

@@ -1,6 +1,5 @@
 #pragma once
-// The context: what the pools of one backend context share. Its memory is never handed to
-// another backend context, whose CUDA graphs could still use it.
+// The context: what the pools of one backend context share, never another's (whose graphs may still use it).
 
 #include "adapter-settings.cuh"
 #include "ggml-cuda-pool-adapter.cuh"
@@ -9,17 +8,14 @@
 #include <cstdint>
 #include <string>
 
-// its number (stats lines name it), its configuration, the module context, and what the
-// context's CUDA graphs did
 struct ggml_cuda_cpool_context {
-    uint64_t             id = 0;
+    uint64_t             id = 0; // the stats lines name it
     std::string          config; // the configuration's name: GGML_CUDA_POOL's, or its turn in GGML_CUDA_POOL_ROTATE
     cpool_adapter::owner pools = cpool_adapter::owner::module;
     ggml_cpool_ctx_t     ctx   = nullptr; // the module's pools; null where ggml's own serve
     uint64_t             graph_events[GGML_CUDA_CPOOL_GRAPH_EVENTS] = {};
     bool                 capture_abandoned                          = false; // since ggml last asked
-    // declared captures (GGML_CUDA_POOL_CAPTURES=declared): whether ggml is capturing its device's
-    // first stream, and the module's pool of each device's first stream, which is told
+    // GGML_CUDA_POOL_CAPTURES=declared: whether ggml captures its first stream, and each device's pool of it
     bool                 capture_open                              = false;
     ggml_cpool_t         first_stream_pool[GGML_CPOOL_MAX_DEVICES] = {};
 
@@ -28,16 +24,14 @@ struct ggml_cuda_cpool_context {
 
 namespace cpool_adapter {
 
-// the context of a backend context, opened by whichever comes first: a pool, a graph or a compute
+// opened by whichever comes first: a pool, a graph or a compute
 ggml_cuda_cpool_context & context_of(ggml_backend_cuda_context & ctx);
 
-// declared captures: ggml begins (open) or has ended a capture of `device`'s first stream; the
-// module's pool of that stream is told, where GGML_CUDA_POOL_CAPTURES=declared asks for it
+// ggml begins (open) or has ended a capture of `device`'s first stream, which its pool is told if declared
 void declare_capture(ggml_cuda_cpool_context & context, int device, bool open);
 
-// the module has exhausted its recovery, with the module's reason: inside a compute that may fail
-// (adapter-compute.cu) an out-of-memory fails the compute; anything else ends the process, as
-// ggml's own pools do
+// the module refused after its recovery: an out-of-memory inside a compute that may fail fails the
+// compute (adapter-compute.cu); anything else ends the process, as ggml's own pools do
 [[noreturn]] void fail(int device, const char * what, ggml_cpool_status st);
 
 } // namespace cpool_adapter

@@ -1,5 +1,4 @@
-// The adapter's run-time settings (adapter-settings.cuh), read from the environment once by the
-// module's reader.
+// The adapter's run-time settings (adapter-settings.cuh).
 
 #include "adapter-settings.cuh"
 
@@ -13,8 +12,7 @@ namespace cpool_adapter {
 
 namespace {
 
-// a bad setting ends the run before a model loads, with its one line (the module's, or the
-// adapter's through GGML_LOG_ERROR) and no backtrace: nothing has been computed that a core would explain
+// a bad setting ends the run before a model loads, with its one line and no backtrace: nothing to explain yet
 [[noreturn]] void end_run() {
     exit(EXIT_FAILURE);
 }
@@ -37,20 +35,6 @@ choice choice_of(const char * word) {
         (void) ggml_cpool_kind_from_str(word, &c.kind); // the row's other words are the module's kind names
     }
     return c;
-}
-
-// GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
-void open_stats(const ggml_cpool_option_value & v, settings * c) {
-    if (!v.on) {
-        return;
-    }
-    c->stats     = v.path ? v.path : "-";
-    c->stats_out = v.path ? fopen(v.path, "a") : stderr;
-    if (c->stats_out == nullptr) {
-        GGML_LOG_ERROR("ggml-cuda-pool: %s=%s: cannot open it for appending (%s)\n",
-                       ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS), v.path, strerror(errno));
-        end_run();
-    }
 }
 
 settings read_settings() {
@@ -77,16 +61,21 @@ settings read_settings() {
     c.captures_declared                    = captures.set && strcmp(captures.word, "declared") == 0;
     const ggml_cpool_option_value oom      = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
     c.oom_fails_compute                    = !oom.set || strcmp(oom.word, "abort") != 0;
-    open_stats(read(GGML_CPOOL_OPTION_STATS), &c);
+    // GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
+    const ggml_cpool_option_value stats = read(GGML_CPOOL_OPTION_STATS);
+    if (stats.on) {
+        c.stats     = stats.path ? stats.path : "-";
+        c.stats_out = stats.path ? fopen(stats.path, "a") : stderr;
+        if (c.stats_out == nullptr) {
+            GGML_LOG_ERROR("ggml-cuda-pool: %s=%s: cannot open it for appending (%s)\n",
+                           ggml_cpool_option_name(GGML_CPOOL_OPTION_STATS), stats.path, strerror(errno));
+            end_run();
+        }
+    }
     return c;
 }
 
 } // namespace
-
-bool stats_asked() {
-    ggml_cpool_option_value v;
-    return ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &v) == GGML_CPOOL_STATUS_OK && v.on;
-}
 
 const settings & config() {
     static const settings s = read_settings();

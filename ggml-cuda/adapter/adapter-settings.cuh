@@ -1,10 +1,5 @@
 #pragma once
-// The adapter's run-time settings, read once from the environment by the module's reader
-// (ggml_cpool_option_read: one rule for every row of ggml-cuda-pool-options.h): whose pools serve
-// each backend context (GGML_CUDA_POOL, or GGML_CUDA_POOL_ROTATE's configurations in turn), where
-// the flash-attention K/V f16 conversions live (GGML_CUDA_POOL_KV_F16), what an out-of-memory
-// inside a compute does (GGML_CUDA_POOL_ON_OOM) and where the statistics lines go
-// (GGML_CUDA_POOL_STATS).
+// The adapter's run-time settings, read once by the module's reader (one rule for every option).
 
 #include "ggml-cuda-pool.h"
 
@@ -16,8 +11,7 @@ namespace cpool_adapter {
 
 enum class owner { module, ggml, ggml_legacy }; // whose pools serve a backend context
 
-// the pools one backend context gets
-struct choice {
+struct choice { // the pools one backend context gets
     std::string     name  = "auto";
     owner           pools = owner::module;
     ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO; // a module kind; AUTO: the module's environment decides
@@ -30,18 +24,12 @@ struct settings {
     bool                kv_growing = true; // pool-1x: the conversions asked for as plain requests, no OVERALLOCATE
     bool                captures_declared = false; // GGML_CUDA_POOL_CAPTURES=declared
     std::string         stats;                     // empty: none; "-": stderr; else the file
-    // where the lines go: stderr, or the file, opened for appending when the settings were read
-    FILE *              stats_out = nullptr;
+    FILE *              stats_out = nullptr;       // stderr, or the file opened for appending
     // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process
     bool                oom_fails_compute = true;
 };
 
-// whether GGML_CUDA_POOL_STATS asks for the lines, from the environment now, saying nothing of a
-// bad value (the settings' reading says it)
-bool stats_asked();
-
-// the settings, read at the first call (ggml_cuda_cpool_check_settings, when ggml-cuda initializes):
-// a bad value, or GGML_CUDA_POOL_ROTATE set together with GGML_CUDA_POOL, ends the run with one line
+// read at the first call: a bad value, or GGML_CUDA_POOL_ROTATE with GGML_CUDA_POOL, ends the run with one line
 const settings & config();
 
 // the module's lines through ggml's logger from now on (once): from the settings' reading on

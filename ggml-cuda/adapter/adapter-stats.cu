@@ -16,7 +16,8 @@ namespace cpool_adapter {
 
 namespace {
 
-// one statistics line, where GGML_CUDA_POOL_STATS asks for them
+using ull = unsigned long long; // what %llu reads
+
 void report_line(const char * fmt, ...) GGML_ATTRIBUTE_FORMAT(1, 2);
 void report_line(const char * fmt, ...) {
     const settings & c = config();
@@ -37,89 +38,73 @@ void report_line(const char * fmt, ...) {
     }
 }
 
-std::atomic<unsigned> snapshots_asked{ 0 }; // SIGUSR1s so far; lock-free, so the handler may touch it
+std::atomic<unsigned> snapshots{ 0 }; // lock-free, so the handler may touch it
 
 void ask_snapshot(int /*signal*/) {
-    snapshots_asked.fetch_add(1, std::memory_order_relaxed);
+    snapshots.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool install_snapshot_handler() {
 #if defined(SIGUSR1)
-    if (!stats_asked()) {
-        return false;
-    }
-    struct sigaction current = {};
-    if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
-        return false; // the process has its own use for it
-    }
-    struct sigaction ours = {};
-    ours.sa_handler       = ask_snapshot;
-    ours.sa_flags         = SA_RESTART; // a server blocked in accept() keeps waiting for its next client
-    sigemptyset(&ours.sa_mask);
-    if (sigaction(SIGUSR1, &ours, nullptr) != 0) {
-        GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
-        return false;
-    }
-    return true;
-#else
-    return false;
-#endif
-}
-
-// in place from the moment ggml-cuda loads, not from the first pool: a server signalled before its
-// first client has no pool yet, and SIGUSR1's default action would end it. Where ggml-cuda is
-// unloaded (a backend loaded with dlopen), the default action comes back with it
+// in place from the moment ggml-cuda loads, only over SIGUSR1's default action, which would end a
+// server signalled before its first pool; it comes back where ggml-cuda is unloaded
 struct snapshot_handler {
-    const bool installed = install_snapshot_handler();
+    bool installed = false;
+
+    snapshot_handler() {
+        // from the environment now, saying nothing of a bad value: the settings' reading says it
+        ggml_cpool_option_value stats;
+        if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_STATS, &stats) != GGML_CPOOL_STATUS_OK || !stats.on) {
+            return;
+        }
+        struct sigaction current = {};
+        if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
+            return; // the process has its own use for it
+        }
+        struct sigaction ours = {};
+        ours.sa_handler       = ask_snapshot;
+        ours.sa_flags         = SA_RESTART; // a server blocked in accept() keeps waiting for its next client
+        sigemptyset(&ours.sa_mask);
+        installed = sigaction(SIGUSR1, &ours, nullptr) == 0;
+        if (!installed) {
+            GGML_LOG_WARN("ggml-cuda-pool: SIGUSR1 cannot ask for the pools' lines in this process\n");
+        }
+    }
 
     ~snapshot_handler() {
-#if defined(SIGUSR1)
         struct sigaction current = {};
         if (installed && sigaction(SIGUSR1, nullptr, &current) == 0 && current.sa_handler == ask_snapshot) {
             signal(SIGUSR1, SIG_DFL);
         }
-#endif
     }
 } const handler;
+#endif
 
 } // namespace
 
-snapshot_request::snapshot_request() : seen(snapshots_asked.load(std::memory_order_relaxed)) {}
-
-bool snapshot_request::due() {
-    const unsigned asked = snapshots_asked.load(std::memory_order_relaxed);
-    if (asked == seen) {
-        return false;
-    }
-    seen = asked;
-    return true;
+unsigned snapshots_asked() {
+    return snapshots.load(std::memory_order_relaxed);
 }
 
-void report(line what, uint64_t context, int device, int slot, const figures & f) {
+void report(const char * what, uint64_t context, int device, int slot, const figures & f) {
+    const ggml_cpool_stats & s = f.stats;
     report_line(
         "ggml-cuda-pool %s: context=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
         "growing_peak_buffer_mib=%.2f call_ms=%.3f first_call_ms=%.3f\n",
-        what == line::stats ? "stats" : "snapshot", (unsigned long long) context, device, slot, f.kind,
-        (unsigned long long) f.allocs, (unsigned long long) f.hits, (unsigned long long) f.driver_allocs,
-        (unsigned long long) f.driver_frees, f.live / MiB, f.reserved / MiB, f.peak_live / MiB, f.peak_reserved / MiB,
-        (unsigned long long) f.lru_reclaims, (unsigned long long) f.flushes, (unsigned long long) f.oom,
-        (unsigned long long) f.syncs, (unsigned long long) f.growing, f.growing_peak / MiB, f.growing_got / MiB,
-        f.call_ns / 1e6, f.first_call_ns / 1e6);
+        what, ull(context), device, slot, f.kind, ull(s.allocs), ull(s.hits), ull(s.driver_allocs), ull(s.driver_frees),
+        s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB, s.peak_reserved_bytes / MiB,
+        ull(s.lru_reclaims), ull(s.flushes), ull(s.oom_returned), ull(s.synchronizes), ull(f.growing),
+        f.growing_peak / MiB, f.growing_got / MiB, f.call_ns / 1e6, f.first_call_ns / 1e6);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {
     report_line("ggml-cuda-pool graphs: context=%llu eager=%llu captures=%llu instantiations=%llu updates=%llu "
                 "update_failures=%llu launches=%llu abandoned=%llu failed=%llu config=%s\n",
-                (unsigned long long) context, (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_EAGER],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_CAPTURE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_LAUNCH],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_ABANDONED],
-                (unsigned long long) n[GGML_CUDA_CPOOL_GRAPH_FAILED], config_name);
+                ull(context), ull(n[GGML_CUDA_CPOOL_GRAPH_EAGER]), ull(n[GGML_CUDA_CPOOL_GRAPH_CAPTURE]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_INSTANTIATE]), ull(n[GGML_CUDA_CPOOL_GRAPH_UPDATE]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_UPDATE_FAILED]), ull(n[GGML_CUDA_CPOOL_GRAPH_LAUNCH]),
+                ull(n[GGML_CUDA_CPOOL_GRAPH_ABANDONED]), ull(n[GGML_CUDA_CPOOL_GRAPH_FAILED]), config_name);
 }
 
 } // namespace cpool_adapter

@@ -1,11 +1,9 @@
 #pragma once
-// The statistics lines (GGML_CUDA_POOL_STATS): one per pool when it goes, one per backend context
-// when its context ends, one per pool on demand in a live process (SIGUSR1), and the timer that
-// measures the time inside a pool's calls.
+// The statistics lines (GGML_CUDA_POOL_STATS) of the pools and the contexts, and the timer of a pool's calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
+#include "ggml-cuda-pool.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,31 +12,20 @@ namespace cpool_adapter {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-// what the stats line says of a pool, from the module's statistics or from watching ggml's own
+// what a pool's line says: the module's statistics (or what watching ggml's own gave), and the adapter's
 struct figures {
-    const char * kind   = "";
-    uint64_t     allocs = 0, hits = 0, driver_allocs = 0, driver_frees = 0;
-    size_t       live = 0, reserved = 0; // when the line is written
-    size_t       peak_live = 0, peak_reserved = 0;
-    uint64_t     lru_reclaims = 0, flushes = 0, oom = 0, syncs = 0;
-    uint64_t     call_ns = 0; // inside the pool's alloc and free, as ggml calls them
-    // the first of those calls: it sets the pool up, and the driver its own pool (the first
-    // cudaMallocAsync of a device: milliseconds), which a short run's figure per call would hide
-    uint64_t     first_call_ns = 0;
+    const char *     kind = "";
+    ggml_cpool_stats stats{};
+    uint64_t         call_ns = 0; // inside the pool's alloc and free, as ggml calls them
+    // the first of those, which sets the pool up (a device's first cudaMallocAsync: milliseconds)
+    uint64_t         first_call_ns = 0;
     // the growing K/V f16 conversion buffers: requests, the largest one, and the largest buffer they got
-    uint64_t     growing      = 0;
-    size_t       growing_peak = 0, growing_got = 0;
-
-    void note_growing(size_t size, size_t actual) {
-        growing++;
-        growing_peak = std::max(growing_peak, size);
-        growing_got  = std::max(growing_got, actual);
-    }
+    uint64_t         growing      = 0;
+    size_t           growing_peak = 0, growing_got = 0;
 };
 
 // adds the time until its end to f's call_ns, and the first call's to its first_call_ns (nothing
-// when f is null). ggml's own pools have no timer: the adapter times every pool alike, at ggml's
-// interface, the adapter's own work included
+// when f is null): every pool timed alike at ggml's interface, the adapter's own work included
 class call_timer {
   public:
     explicit call_timer(figures * f) : f(f), start(f ? clock::now() : clock::time_point()) {}
@@ -61,24 +48,12 @@ class call_timer {
     clock::time_point start;
 };
 
-// one line per pool: `stats` at its destruction, `snapshot` on demand
-enum class line { stats, snapshot };
-void report(line what, uint64_t context, int device, int slot, const figures & f);
+// one line per pool: "stats" at its destruction, "snapshot" on demand
+void report(const char * what, uint64_t context, int device, int slot, const figures & f);
 
-// A live process's lines on demand: where GGML_CUDA_POOL_STATS is set, SIGUSR1 asks every pool
-// for a snapshot line, which the pool writes at its next call, on the thread that uses it (a pool
-// is used by one thread at a time, and a signal handler may not write a file). A process that
-// keeps its backends for its whole life, as llama.cpp's rpc-server does across its clients, would
-// otherwise never show its pools. The handler is installed when ggml-cuda loads, only where
-// GGML_CUDA_POOL_STATS is set and only over SIGUSR1's default action, with SA_RESTART.
-class snapshot_request {
-  public:
-    snapshot_request();
-    bool due(); // a signal came since this pool's last snapshot (or its creation)
-
-  private:
-    unsigned seen;
-};
+// the SIGUSR1s so far, each asking every pool for a line at its next call (a handler may not write a
+// file): a process that keeps its backends, as rpc-server does, would otherwise never show its pools
+unsigned snapshots_asked();
 
 // one line per backend context, when its context ends: what its CUDA graphs did
 void report_graphs(uint64_t context, const uint64_t (&events)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name);

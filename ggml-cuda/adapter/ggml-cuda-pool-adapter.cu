@@ -1,12 +1,7 @@
-// ggml-cuda-pool as ggml's ggml_cuda_pool: the contexts and the entry points the patch calls. One
-// module context per ggml backend context (the context, adapter-context.cuh), one module pool per
-// (device, stream slot) on the stream ggml launches that slot's kernels on, as ggml keeps a pool
-// per stream: a buffer freed on one stream is never reused on another without a synchronize.
-// ggml creates and owns the streams; the module borrows them.
+// The contexts (adapter-context.cuh), one per ggml backend context, and the entry points the patch calls.
 
 #include "ggml-cuda-pool-adapter.cuh"
 
-#include "adapter-pools.cuh"
 #include "adapter-context.cuh"
 #include "adapter-settings.cuh"
 #include "adapter-stats.cuh"
@@ -18,6 +13,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 namespace cpool_adapter {
 
@@ -99,56 +95,15 @@ bool ggml_cuda_cpool_kv_f16_in_pool() {
 void ggml_cuda_cpool_graph_note(ggml_backend_cuda_context & ctx, ggml_cuda_cpool_graph_event event) {
     ggml_cuda_cpool_context & s = cpool_adapter::context_of(ctx);
     s.graph_events[event]++;
-    // ggml notes CAPTURE just before it begins capturing the device's first stream, and every
-    // other note comes once no capture is open (instantiate, update and launch follow its end)
+    // ggml notes CAPTURE just before capturing the first stream, and every other note with no capture open
     cpool_adapter::declare_capture(s, ctx.device, event == GGML_CUDA_CPOOL_GRAPH_CAPTURE);
 }
 
 bool ggml_cuda_cpool_capture_abandoned(ggml_backend_cuda_context & ctx) {
-    ggml_cuda_cpool_context & s         = cpool_adapter::context_of(ctx);
-    const bool                abandoned = s.capture_abandoned;
-    s.capture_abandoned                 = false;
-    return abandoned;
+    return std::exchange(cpool_adapter::context_of(ctx).capture_abandoned, false);
 }
 
 uint64_t ggml_cuda_cpool_generation(const ggml_backend_cuda_context & ctx) {
     // ggml's own pools never give memory back while the context lives: their generation stays 0
     return ctx.cpool_context && ctx.cpool_context->ctx ? ggml_cpool_ctx_generation(ctx.cpool_context->ctx) : 0;
-}
-
-std::unique_ptr<ggml_cuda_pool> ggml_cuda_cpool_new_pool(ggml_backend_cuda_context & ctx, int device, int stream_no,
-                                                         ggml_cuda_own_pool_fn own_pool) {
-    using cpool_adapter::owner;
-    const ggml_cuda_cpool_context & s = cpool_adapter::context_of(ctx);
-    if (s.pools != owner::module) {
-        const bool                      vmm = s.pools == owner::ggml;
-        std::unique_ptr<ggml_cuda_pool> own = own_pool(device, vmm);
-        if (cpool_adapter::config().stats.empty()) {
-            return own;
-        }
-#if defined(GGML_USE_VMM)
-        const bool legacy = !(vmm && ggml_cuda_info().devices[device].vmm); // as ggml chose
-#else
-        const bool legacy = true;
-#endif
-        return cpool_adapter::make_watched_pool(ctx.cpool_context, std::move(own), device, stream_no, legacy);
-    }
-    ggml_cpool_ctx_t  context = ctx.cpool_context->ctx;
-    ggml_cpool_t      pool    = nullptr;
-    cudaStream_t      stream  = ctx.stream(device, stream_no);
-    ggml_cpool_status st      = ggml_cpool_ctx_set_stream(context, device, stream_no, stream);
-    if (st == GGML_CPOOL_STATUS_OK) {
-        st = ggml_cpool_ctx_get_slot_pool(context, device, stream_no, &pool);
-    }
-    if (st != GGML_CPOOL_STATUS_OK) {
-        cpool_adapter::fail(device, "creating the pool", st);
-    }
-    if (stream_no == 0 && device == ctx.device) {
-        // the stream ggml captures; its other streams, joined to a capture by ggml's forks, and
-        // other devices' keep asking the driver
-        ggml_cuda_cpool_context & s = *ctx.cpool_context;
-        s.first_stream_pool[device] = pool;
-        cpool_adapter::declare_capture(s, device, s.capture_open);
-    }
-    return cpool_adapter::make_module_pool(ctx.cpool_context, pool, device, stream_no, stream);
 }

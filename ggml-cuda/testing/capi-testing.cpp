@@ -1,24 +1,11 @@
-// The C ABI of ggml-cuda-pool-testing.h: the sim driver, leak checks and counters, the device's
-// stream-ordered pool, fault injection.
+// The C ABI of ggml-cuda-pool-testing.h: the sim driver, leak checks, counters, the pool of a device, faults.
 
 #include "ggml-cuda-pool-testing.h"
 #include "../api/capi.h"
 #include "../drivers/fault.h"
 #include "sim.h"
 
-namespace {
-
 using namespace gcp::capi;
-
-gcp::fault_driver * as_fault(ggml_cpool_driver_t driver) {
-    return driver ? driver->ref.fault : nullptr;
-}
-
-gcp::sim_primitives * as_sim(ggml_cpool_driver_t driver) {
-    return driver ? driver->ref.sim : nullptr;
-}
-
-} // namespace
 
 extern "C" {
 
@@ -101,7 +88,7 @@ ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, cons
 }
 
 ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const char * spec) {
-    gcp::fault_driver * f = as_fault(fault);
+    gcp::fault_driver * f = fault ? fault->ref.fault : nullptr;
     if (f == nullptr) {
         GCP_LOG_ERROR("%s: not a fault-injecting driver", __func__);
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
@@ -117,17 +104,15 @@ ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const 
 }
 
 uint64_t ggml_cpool_driver_faults_fired(ggml_cpool_driver_t fault) {
-    gcp::fault_driver * f = as_fault(fault);
-    return f ? f->fired() : 0;
+    return fault && fault->ref.fault ? fault->ref.fault->fired() : 0;
 }
 
 uint64_t ggml_cpool_sim_stream_calls(ggml_cpool_driver_t driver, int device, void * stream) {
-    gcp::sim_primitives * sim = as_sim(driver);
-    return sim ? sim->stream_calls(device, stream) : 0;
+    return driver && driver->ref.sim ? driver->ref.sim->stream_calls(device, stream) : 0;
 }
 
 ggml_cpool_status ggml_cpool_sim_set_capturing(ggml_cpool_driver_t driver, int device, void * stream, int capturing) {
-    gcp::sim_primitives * sim = as_sim(driver);
+    gcp::sim_primitives * sim = driver ? driver->ref.sim : nullptr;
     if (sim == nullptr) {
         GCP_LOG_ERROR("%s: not a sim driver", __func__);
         return GGML_CPOOL_STATUS_UNSUPPORTED;

@@ -1,5 +1,4 @@
-// The seam of drivers/seam.h in the full library: the sim driver, and the cuda driver's primitives
-// under the leak ledger, so that the leak checks of ggml-cuda-pool-testing.h see what they hand out.
+// The seam of drivers/seam.h in the full library: the sim driver, and cuda primitives under the leak ledger.
 
 #include "../drivers/seam.h"
 

@@ -1,113 +1,142 @@
-// The sim driver is a driver over sim_primitives: their stream-ordered pool here
-// (mempool_primitives). sim-mempool.h per device, reached through known streams; an allocation
-// on a capturing stream is a memory node of the graph, outside the pool.
+// The sim driver's stream-ordered pool (testing/sim.h): sim_mempool, one per device, reached through
+// known streams; an allocation on a capturing stream is a memory node of the graph, outside it.
 
 #include "sim.h"
 
+#include <algorithm>
 #include <sys/mman.h>
 
 namespace gcp {
 
-sim_mempool * sim_primitives::stream_pool(int device, stream_t stream) {
-    device_state::stream_state * s = async_supported(device) ? find_stream(device, stream) : nullptr;
-    if (s == nullptr) {
-        return nullptr;
+sim_mempool::~sim_mempool() {
+    for (auto & b : free_) {
+        munmap(b.host, b.size);
     }
-    s->calls++;
-    return devices_[size_t(device)].mempool.get();
+    for (auto & b : live_) {
+        munmap(b.first, b.second.size);
+    }
+}
+
+status sim_mempool::alloc(sim_arena & arena, size_t size, void * stream, void ** ptr) {
+    const size_t bytes = round_up(size, SIM_ALIGNMENT);
+    auto         best  = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+        bool reusable = it->observed || it->stream == stream || reuse != 0;
+        if (reusable && it->size >= bytes && (best == free_.end() || it->size < best->size)) {
+            best = it;
+        }
+    }
+    if (best != free_.end()) {
+        live_.emplace(best->host, *best); // may throw: nothing changed yet
+        used_ += best->size;
+        *ptr = best->host;
+        free_.erase(best);
+        return OK;
+    }
+    const status st = sim_take(arena, bytes, live_, ptr);
+    if (st == OK) {
+        reserved_ += bytes;
+        used_ += bytes;
+    }
+    return st;
+}
+
+status sim_mempool::free(void * ptr, void * stream) {
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+        return INVALID_ARGUMENT;
+    }
+    free_.push_back({ it->second, ptr, stream, false }); // may throw: nothing changed yet
+    used_ -= it->second.size;
+    live_.erase(it);
+    return OK;
+}
+
+void sim_mempool::synchronize(sim_arena & arena) {
+    for (auto & b : free_) {
+        b.observed = true;
+    }
+    if (threshold < reserved_) {
+        trim(arena, size_t(threshold));
+    }
+}
+
+void sim_mempool::trim(sim_arena & arena, size_t keep) {
+    std::sort(free_.begin(), free_.end(), [](const free_block & a, const free_block & b) { return a.size > b.size; });
+    while (reserved_ > keep && !free_.empty()) {
+        // only observed frees go back: a queued kernel may still use the others
+        auto it = std::find_if(free_.begin(), free_.end(), [](const free_block & b) { return b.observed; });
+        if (it == free_.end()) {
+            break;
+        }
+        munmap(it->host, it->size);
+        arena.give(it->offset, it->size);
+        reserved_ -= it->size;
+        free_.erase(it);
+    }
 }
 
 status sim_primitives::malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sim_mempool *               pool = stream_pool(device, stream);
-    if (pool == nullptr || size == 0) {
-        return INVALID_ARGUMENT;
-    }
-    device_state & d = devices_[size_t(device)];
-    if (!d.streams[stream].capturing) {
-        return sim_host_memory([&] { return pool->alloc(d.arena, size, stream, ptr); });
-    }
-    // a memory node of the graph being captured: device memory of the graph's, not the pool's
-    size_t bytes  = round_up(size, ALIGNMENT);
-    size_t offset = 0;
-    if (!d.arena.take(bytes, &offset)) {
-        return OUT_OF_MEMORY;
-    }
-    void * p  = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
-    status st = p == nullptr ? OUT_OF_MEMORY : sim_host_memory([&] {
-        d.graph_allocs[p] = { offset, bytes };
-        return OK;
-    });
-    if (st != OK) { // undone: nothing taken
-        if (p != nullptr) {
-            munmap(p, bytes);
+    return with_stream(device, stream, [&](device_state & d, stream_state & s) {
+        if (!async_supported(device)) {
+            return INVALID_ARGUMENT;
         }
-        d.arena.give(offset, bytes);
-        return st;
-    }
-    *ptr = p;
-    return OK;
+        s.calls++;
+        if (size == 0) {
+            return INVALID_ARGUMENT;
+        }
+        // while capturing, a memory node of the graph: device memory of the graph's, not the pool's
+        return s.capturing ? sim_take(d.arena, size, d.graph_allocs, ptr) :
+                             d.mempool->alloc(d.arena, size, stream, ptr);
+    });
 }
 
 status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sim_mempool *               pool = stream_pool(device, stream);
-    if (pool == nullptr) {
-        return INVALID_ARGUMENT;
-    }
-    device_state & d     = devices_[size_t(device)];
-    auto           graph = d.graph_allocs.find(ptr);
-    if (graph != d.graph_allocs.end()) {
-        munmap(ptr, graph->second.size);
-        d.arena.give(graph->second.offset, graph->second.size);
-        d.graph_allocs.erase(graph);
-        return OK;
-    }
-    return sim_host_memory([&] { return pool->free(ptr, stream); });
+    return with_stream(device, stream, [&](device_state & d, stream_state & s) {
+        if (!async_supported(device)) {
+            return INVALID_ARGUMENT;
+        }
+        s.calls++;
+        if (sim_give(d.arena, d.graph_allocs, ptr)) {
+            return OK;
+        }
+        return d.mempool->free(ptr, stream);
+    });
 }
 
 status sim_primitives::trim(int device, size_t keep) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!async_supported(device)) {
-        return INVALID_ARGUMENT;
-    }
-    device_state & d = devices_[size_t(device)];
-    d.mempool->trim(d.arena, keep);
-    return OK;
+    return with_mempool(device, [&](sim_mempool & pool, sim_arena & arena) {
+        pool.trim(arena, keep);
+        return OK;
+    });
 }
 
 status sim_primitives::get_attr(int device, mempool_attr attr, uint64_t * value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!async_supported(device)) {
+    return with_mempool(device, [&](sim_mempool & pool, sim_arena &) {
+        switch (attr) {
+            // clang-format off
+            case mempool_attr::release_threshold: *value = pool.threshold; return OK;
+            case mempool_attr::reuse_policies:    *value = pool.reuse; return OK;
+            case mempool_attr::reserved:          *value = pool.reserved(); return OK;
+            case mempool_attr::used:              *value = pool.used(); return OK;
+                // clang-format on
+        }
         return INVALID_ARGUMENT;
-    }
-    const sim_mempool & pool = *devices_[size_t(device)].mempool;
-    switch (attr) {
-        // clang-format off
-        case mempool_attr::release_threshold: *value = pool.threshold; return OK;
-        case mempool_attr::reuse_policies:    *value = pool.reuse; return OK;
-        case mempool_attr::reserved:          *value = pool.reserved(); return OK;
-        case mempool_attr::used:              *value = pool.used(); return OK;
-            // clang-format on
-    }
-    return INVALID_ARGUMENT;
+    });
 }
 
 status sim_primitives::set_attr(int device, mempool_attr attr, uint64_t value) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!async_supported(device)) {
+    return with_mempool(device, [&](sim_mempool & pool, sim_arena &) {
+        switch (attr) {
+            // clang-format off
+            case mempool_attr::release_threshold: pool.threshold = value; return OK;
+            case mempool_attr::reuse_policies:    pool.reuse = value; return OK;
+            case mempool_attr::reserved:
+            case mempool_attr::used:              break; // read only
+                // clang-format on
+        }
         return INVALID_ARGUMENT;
-    }
-    sim_mempool & pool = *devices_[size_t(device)].mempool;
-    switch (attr) {
-        // clang-format off
-        case mempool_attr::release_threshold: pool.threshold = value; return OK;
-        case mempool_attr::reuse_policies:    pool.reuse = value; return OK;
-        case mempool_attr::reserved:
-        case mempool_attr::used:              break; // read only
-            // clang-format on
-    }
-    return INVALID_ARGUMENT;
+    });
 }
 
 } // namespace gcp

@@ -1,9 +1,8 @@
-// The sim driver is a driver over sim_primitives: their virtual memory here (vmm_primitives).
-// Ranges of PROT_NONE host pages, physical handles taken from the device's arena, mappings that
-// make the pages accessible.
+// The sim driver's virtual memory (testing/sim.h): PROT_NONE host pages, handles from the arena, mappings.
 
 #include "sim.h"
 
+#include <algorithm>
 #include <sys/mman.h>
 
 namespace gcp {
@@ -18,17 +17,16 @@ bool sim_primitives::in_reservation(const device_state & d, uintptr_t addr, size
 }
 
 status sim_primitives::reserve(int device, size_t size, uintptr_t * addr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
-        return INVALID_ARGUMENT;
-    }
-    void * p = sim_map_pages(size, PROT_NONE);
-    if (p == nullptr) {
-        return OUT_OF_MEMORY;
-    }
-    return sim_host_memory([&] {
+    return with_device(device, [&](device_state & d) {
+        if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
+            return INVALID_ARGUMENT;
+        }
+        void * p = sim_map_pages(size, PROT_NONE);
+        if (p == nullptr) {
+            return OUT_OF_MEMORY;
+        }
         try {
-            devices_[size_t(device)].reservations.emplace(reinterpret_cast<uintptr_t>(p), size);
+            d.reservations.emplace(reinterpret_cast<uintptr_t>(p), size);
         } catch (...) {
             munmap(p, size);
             throw;
@@ -55,18 +53,16 @@ status sim_primitives::unreserve(int device, uintptr_t addr, size_t size) {
 }
 
 status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
-        return INVALID_ARGUMENT;
-    }
-    return sim_host_memory([&] {
-        device_state & d      = devices_[size_t(device)];
-        size_t         offset = 0;
+    return with_device(device, [&](device_state & d) {
+        if (vmm(device) == nullptr || size == 0 || size % params_.granularity != 0) {
+            return INVALID_ARGUMENT;
+        }
+        size_t offset = 0;
         if (!d.arena.take(size, &offset)) {
             return OUT_OF_MEMORY;
         }
         try {
-            d.handles.emplace(next_handle_, block{ offset, size });
+            d.handles.emplace(next_handle_, sim_block{ offset, size });
         } catch (...) {
             d.arena.give(offset, size);
             throw;
@@ -78,14 +74,10 @@ status sim_primitives::create(int device, size_t size, vmm_handle * handle) {
 
 status sim_primitives::release(int device, vmm_handle handle) {
     return with_device(device, [&](device_state & d) {
-        auto it = d.handles.find(handle);
-        if (it == d.handles.end()) {
-            return INVALID_ARGUMENT;
-        }
-        for (auto & m : d.mappings) {
-            if (m.second == handle) {
-                return INVALID_ARGUMENT; // the pools unmap before they release
-            }
+        auto it     = d.handles.find(handle);
+        auto mapped = [&](const std::pair<const uintptr_t, vmm_handle> & m) { return m.second == handle; };
+        if (it == d.handles.end() || std::any_of(d.mappings.begin(), d.mappings.end(), mapped)) {
+            return INVALID_ARGUMENT; // unknown, or still mapped: the pools unmap before they release
         }
         d.arena.give(it->second.offset, it->second.size);
         d.handles.erase(it);
@@ -100,10 +92,8 @@ status sim_primitives::map(int device, uintptr_t addr, size_t size, vmm_handle h
             d.mappings.count(addr) != 0) {
             return INVALID_ARGUMENT;
         }
-        return sim_host_memory([&] {
-            d.mappings.emplace(addr, handle);
-            return OK;
-        });
+        d.mappings.emplace(addr, handle);
+        return OK;
     });
 }
 
@@ -126,10 +116,7 @@ status sim_primitives::access(int device, uintptr_t addr, size_t size, int acces
     if (!valid(device) || !valid(accessor) || !in_reservation(devices_[size_t(device)], addr, size)) {
         return INVALID_ARGUMENT;
     }
-    if (mprotect(reinterpret_cast<void *>(addr), size, PROT_READ | PROT_WRITE) != 0) {
-        return DRIVER_ERROR;
-    }
-    return OK;
+    return mprotect(reinterpret_cast<void *>(addr), size, PROT_READ | PROT_WRITE) != 0 ? DRIVER_ERROR : OK;
 }
 
 } // namespace gcp

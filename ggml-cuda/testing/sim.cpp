@@ -1,5 +1,4 @@
-// The sim driver is a driver over sim_primitives (testing/sim.h): its device memory, streams and
-// parameters here.
+// The sim driver (testing/sim.h): its device memory, streams and parameters.
 
 #include "sim.h"
 
@@ -21,6 +20,44 @@ constexpr size_t DEFAULT_GRANULARITY = 2 * MiB; // the CUDA driver's recommended
 void * sim_map_pages(size_t size, int prot) {
     void * p = mmap(nullptr, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
+}
+
+status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, sim_mempool * reclaim) {
+    const size_t bytes  = round_up(size, SIM_ALIGNMENT);
+    size_t       offset = 0;
+    bool         taken  = arena.take(bytes, &offset);
+    if (!taken && reclaim != nullptr) {
+        reclaim->trim(arena, 0);
+        taken = arena.take(bytes, &offset);
+    }
+    if (!taken) {
+        return OUT_OF_MEMORY;
+    }
+    void * p = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
+    if (p == nullptr) {
+        arena.give(offset, bytes);
+        return OUT_OF_MEMORY;
+    }
+    try {
+        into.emplace(p, sim_block{ offset, bytes });
+    } catch (...) {
+        munmap(p, bytes);
+        arena.give(offset, bytes);
+        throw;
+    }
+    *ptr = p;
+    return OK;
+}
+
+bool sim_give(sim_arena & arena, sim_blocks & from, void * ptr) {
+    auto it = from.find(ptr);
+    if (it == from.end()) {
+        return false;
+    }
+    munmap(ptr, it->second.size);
+    arena.give(it->second.offset, it->second.size);
+    from.erase(it);
+    return true;
 }
 
 ggml_cpool_sim_params sim_primitives::defaults() {
@@ -58,110 +95,56 @@ sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) : params_(p
 sim_primitives::~sim_primitives() {
     // whatever the pools failed to give back is reported by outstanding(); the host pages go anyway
     for (device_state & d : devices_) {
-        for (auto & a : d.allocs) {
-            munmap(a.first, a.second.size);
+        for (const sim_blocks * blocks : { &d.allocs, &d.graph_allocs }) {
+            for (auto & b : *blocks) {
+                munmap(b.first, b.second.size);
+            }
         }
         for (auto & r : d.reservations) {
             munmap(reinterpret_cast<void *>(r.first), r.second);
-        }
-        for (auto & g : d.graph_allocs) {
-            munmap(g.first, g.second.size);
         }
     }
 }
 
 status sim_primitives::malloc(int device, size_t size, void ** ptr) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || size == 0) {
-        return INVALID_ARGUMENT;
-    }
-    return sim_host_memory([&] {
-        device_state & d      = devices_[size_t(device)];
-        size_t         bytes  = round_up(size, ALIGNMENT);
-        size_t         offset = 0;
-        if (!d.arena.take(bytes, &offset)) {
-            // as the CUDA driver does (measured on an H200): a cudaMalloc that finds the device
-            // full takes the stream-ordered pool's unused memory whose frees have landed
-            d.mempool->trim(d.arena, 0);
-            if (!d.arena.take(bytes, &offset)) {
-                return OUT_OF_MEMORY;
-            }
-        }
-        void * p = sim_map_pages(bytes, PROT_READ | PROT_WRITE);
-        if (p == nullptr) {
-            d.arena.give(offset, bytes);
-            return OUT_OF_MEMORY;
-        }
-        try {
-            d.allocs.emplace(p, block{ offset, bytes });
-        } catch (...) {
-            munmap(p, bytes);
-            d.arena.give(offset, bytes);
-            throw;
-        }
-        *ptr = p;
-        return OK;
+    return with_device(device, [&](device_state & d) {
+        return size == 0 ? INVALID_ARGUMENT : sim_take(d.arena, size, d.allocs, ptr, d.mempool.get());
     });
 }
 
 status sim_primitives::free(int device, void * ptr) {
-    return with_device(device, [&](device_state & d) {
-        auto it = d.allocs.find(ptr);
-        if (it == d.allocs.end()) {
-            return INVALID_ARGUMENT;
-        }
-        munmap(ptr, it->second.size); // later use of the pointer faults, as on a device
-        d.arena.give(it->second.offset, it->second.size);
-        d.allocs.erase(it);
-        return OK;
-    });
+    return with_device(device,
+                       [&](device_state & d) { return sim_give(d.arena, d.allocs, ptr) ? OK : INVALID_ARGUMENT; });
 }
 
 status sim_primitives::synchronize(int device) {
     return with_device(device, [&](device_state & d) {
-        // host work is already complete; the stream-ordered pool sees its frees and may release
-        d.mempool->synchronize(d.arena);
+        d.mempool->synchronize(d.arena); // host work is complete; the stream-ordered pool sees its frees
         return OK;
     });
 }
 
-sim_primitives::device_state::stream_state * sim_primitives::find_stream(int device, stream_t stream) {
-    if (!valid(device)) {
-        return nullptr;
-    }
-    auto it = devices_[size_t(device)].streams.find(stream);
-    return it == devices_[size_t(device)].streams.end() ? nullptr : &it->second;
-}
-
 status sim_primitives::stream_create(int device, stream_t * stream) {
     return with_device(device, [&](device_state & d) {
-        return sim_host_memory([&] {
-            stream_t s = reinterpret_cast<stream_t>(next_stream_++);
-            d.streams.emplace(s, device_state::stream_state{});
-            *stream = s;
-            return OK;
-        });
+        stream_t s = reinterpret_cast<stream_t>(next_stream_++);
+        d.streams.emplace(s, stream_state{});
+        *stream = s;
+        return OK;
     });
 }
 
 status sim_primitives::stream_capturing(int device, stream_t stream, bool * capturing) {
-    std::lock_guard<std::mutex>  lock(mutex_);
-    device_state::stream_state * s = find_stream(device, stream);
-    if (s == nullptr) {
-        return INVALID_ARGUMENT;
-    }
-    *capturing = s->capturing;
-    return OK;
+    return with_stream(device, stream, [&](device_state &, stream_state & s) {
+        *capturing = s.capturing;
+        return OK;
+    });
 }
 
 status sim_primitives::set_capturing(int device, stream_t stream, bool capturing) {
-    std::lock_guard<std::mutex>  lock(mutex_);
-    device_state::stream_state * s = find_stream(device, stream);
-    if (s == nullptr) {
-        return INVALID_ARGUMENT;
-    }
-    s->capturing = capturing;
-    return OK;
+    return with_stream(device, stream, [&](device_state &, stream_state & s) {
+        s.capturing = capturing;
+        return OK;
+    });
 }
 
 uint64_t sim_primitives::stream_calls(int device, stream_t stream) const {
@@ -174,24 +157,17 @@ uint64_t sim_primitives::stream_calls(int device, stream_t stream) const {
 }
 
 status sim_primitives::stream_destroy(int device, stream_t stream) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!valid(device) || stream == nullptr || devices_[size_t(device)].streams.erase(stream) == 0) {
-        return INVALID_ARGUMENT;
-    }
-    return OK;
+    return with_device(device, [&](device_state & d) {
+        return stream == nullptr || d.streams.erase(stream) == 0 ? INVALID_ARGUMENT : OK;
+    });
 }
 
 status sim_primitives::stream_synchronize(int device, stream_t stream) {
-    std::lock_guard<std::mutex>  lock(mutex_);
-    device_state::stream_state * s = find_stream(device, stream);
-    if (s == nullptr) {
-        return INVALID_ARGUMENT;
-    }
-    s->calls++;
-    // host work is complete; the stream-ordered pool (where there is one) sees its frees
-    device_state & d = devices_[size_t(device)];
-    d.mempool->synchronize(d.arena);
-    return OK;
+    return with_stream(device, stream, [&](device_state & d, stream_state & s) {
+        s.calls++;
+        d.mempool->synchronize(d.arena); // host work is complete; the stream-ordered pool sees its frees
+        return OK;
+    });
 }
 
 size_t sim_primitives::outstanding() const {

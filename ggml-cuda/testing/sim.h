@@ -1,18 +1,13 @@
 #pragma once
-// The sim driver is a driver (driver.h) over sim_primitives, declared here.
-// Host memory that behaves like a device: a capacity limit per device with first-fit placement
-// (sim-arena.h), 256-byte aligned allocations, reservable virtual ranges mapped at a granularity
-// (PROT_NONE until mapped, so a stray access faults), a stream-ordered pool per device
-// (sim-mempool.h) whose unused memory a cudaMalloc that finds the device full takes, as CUDA's
-// does, streams that can be marked as capturing, platform and device count as
-// parameters. Device memory and streams here; virtual memory in testing/sim-vmm.cpp, the
-// stream-ordered pool in testing/sim-async.cpp.
+// The sim driver is a driver (driver.h) over sim_primitives: host memory that behaves like a device,
+// with virtual ranges that are PROT_NONE until mapped (a stray access faults) and streams that can be
+// marked as capturing. Virtual memory in sim-vmm.cpp, the stream-ordered pool in sim-async.cpp.
 
 #include "ggml-cuda-pool-testing.h"
 #include "../drivers/primitives.h"
-#include "sim-arena.h"
-#include "sim-mempool.h"
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,10 +17,112 @@
 
 namespace gcp {
 
+constexpr size_t SIM_ALIGNMENT = 256; // cudaMalloc's guaranteed alignment
+
+struct sim_block { // a piece of device memory, or a free range: where it sits in the arena
+    size_t offset;
+    size_t size;
+};
+
+// A device's memory: offsets in [0, capacity) handed out first fit, with free ranges coalesced.
+// Contiguity makes an out-of-memory depend on fragmentation, as on a device.
+class sim_arena {
+  public:
+    explicit sim_arena(size_t capacity) : free_{ { 0, capacity } } {}
+
+    // first fit; false when no free range holds size. May throw std::bad_alloc, changing nothing
+    bool take(size_t size, size_t * offset) {
+        // give never allocates: the free ranges are gaps between the pieces out, one more at most
+        reserve_at_least(free_, pieces_ + 2);
+        auto it = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.size >= size; });
+        if (it == free_.end()) {
+            return false;
+        }
+        *offset = it->offset;
+        it->offset += size;
+        it->size -= size;
+        if (it->size == 0) {
+            free_.erase(it);
+        }
+        used_ += size;
+        pieces_++;
+        return true;
+    }
+
+    void give(size_t offset, size_t size) noexcept {
+        used_ -= size;
+        pieces_--;
+        auto next = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.offset >= offset; });
+        const bool after  = next != free_.end() && offset + size == next->offset;
+        const bool before = next != free_.begin() && std::prev(next)->offset + std::prev(next)->size == offset;
+        if (before) {
+            std::prev(next)->size += size + (after ? next->size : 0);
+            if (after) {
+                free_.erase(next);
+            }
+        } else if (after) {
+            next->offset = offset;
+            next->size += size;
+        } else {
+            free_.insert(next, { offset, size }); // within the room take made
+        }
+    }
+
+    size_t used() const { return used_; }
+
+  private:
+    size_t                 used_   = 0;
+    size_t                 pieces_ = 0;
+    std::vector<sim_block> free_; // ascending offsets
+};
+
+using sim_blocks = std::unordered_map<void *, sim_block>; // device memory by its host pages
+
+// A device's stream-ordered pool, modelled on CUDA's default: freed blocks stay reserved; the freeing
+// stream may reuse one at once, another under the cross-stream reuse policies (CUDA's default: host
+// work is always complete here) or once a synchronize has observed the free.
+class sim_mempool {
+  public:
+    ~sim_mempool();
+
+    // best fit among the reusable free blocks, else new memory; it and free may throw std::bad_alloc, undone
+    status alloc(sim_arena & arena, size_t size, void * stream, void ** ptr);
+    // INVALID_ARGUMENT for a pointer the pool did not hand out
+    status free(void * ptr, void * stream);
+    // every pending free is observed; memory above the threshold is released
+    void   synchronize(sim_arena & arena);
+    // observed free blocks go back to the arena, largest first, until at most keep is reserved
+    void   trim(sim_arena & arena, size_t keep);
+
+    uint64_t threshold = 0; // CUDA's default: release everything unused at each synchronize
+    uint64_t reuse     = REUSE_OPPORTUNISTIC | REUSE_INTERNAL_DEPENDENCIES; // CUDA's default
+    size_t   reserved() const { return reserved_; }
+    size_t   used() const { return used_; }
+    size_t   blocks() const { return live_.size() + free_.size(); }
+
+  private:
+    struct free_block : sim_block {
+        void * host;
+        void * stream;   // the stream that freed it
+        bool   observed; // a synchronize has seen the free: any stream may reuse it
+    };
+
+    size_t                  reserved_ = 0, used_ = 0;
+    std::vector<free_block> free_;
+    sim_blocks              live_;
+};
+
+// host pages for the sim's device memory (nullptr when the host has none); prot as mmap takes it
+void * sim_map_pages(size_t size, int prot);
+// size, aligned, from the arena behind fresh host pages, recorded in `into`; OUT_OF_MEMORY where the
+// arena or the host has none. A full arena takes `reclaim`'s unused memory first, as a cudaMalloc
+// takes the stream-ordered pool's (measured on an H200). May throw std::bad_alloc, having undone it
+status sim_take(sim_arena & arena, size_t size, sim_blocks & into, void ** ptr, sim_mempool * reclaim = nullptr);
+// the block at ptr back to the arena, unmapped so that later use faults; false where `from` has none
+bool   sim_give(sim_arena & arena, sim_blocks & from, void * ptr);
+
 class sim_primitives final : public device_primitives, public vmm_primitives, public mempool_primitives {
   public:
-    static constexpr size_t ALIGNMENT = 256; // cudaMalloc's guaranteed alignment
-
     // the defaults a C caller starts from, and the check of what it asks for (a status and a line)
     static ggml_cpool_sim_params defaults();
     static status                check(const ggml_cpool_sim_params & params);
@@ -72,45 +169,56 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     status trim(int device, size_t keep) override;
 
   private:
-    struct block { // a piece of device memory: where it sits in the arena
-        size_t offset;
-        size_t size;
+    struct stream_state {
+        bool     capturing = false;
+        uint64_t calls     = 0; // stream-ordered calls made on it
     };
     struct device_state {
         explicit device_state(size_t capacity) : arena(capacity) {}
-        sim_arena                             arena;
-        std::unordered_map<void *, block>     allocs;       // host pages -> device memory
-        std::unordered_map<vmm_handle, block> handles;      // physical handle -> device memory
-        std::map<uintptr_t, size_t>           reservations; // base -> bytes
-        std::map<uintptr_t, vmm_handle>       mappings;     // mapped base -> handle
-        std::unique_ptr<sim_mempool>          mempool = std::make_unique<sim_mempool>();
-        struct stream_state {
-            bool     capturing = false;
-            uint64_t calls     = 0; // stream-ordered calls made on it
-        };
+        sim_arena                                 arena;
+        sim_blocks                                allocs;
+        std::unordered_map<vmm_handle, sim_block> handles;      // physical handle -> device memory
+        std::map<uintptr_t, size_t>               reservations; // base -> bytes
+        std::map<uintptr_t, vmm_handle>           mappings;     // mapped base -> handle
+        std::unique_ptr<sim_mempool>              mempool = std::make_unique<sim_mempool>();
         // every stream created, and nullptr: the default stream, which always exists
-        std::map<stream_t, stream_state>  streams{ { nullptr, {} } };
-        // stream-ordered allocations made while their stream was capturing: the graph's memory,
-        // outside the stream-ordered pool, as CUDA's graph memory nodes are
-        std::unordered_map<void *, block> graph_allocs;
+        std::map<stream_t, stream_state>          streams{ { nullptr, {} } };
+        // stream-ordered allocations on a capturing stream: the graph's, outside the pool, as CUDA's memory nodes are
+        sim_blocks                                graph_allocs;
     };
 
     bool                         valid(int device) const { return device >= 0 && device < params_.device_count; }
-    // f(the device's state) under the lock; INVALID_ARGUMENT for an unknown device
+    // f(the device's state) under the lock; INVALID_ARGUMENT for an unknown device. Where the sim's own
+    // records find no host memory, f undoes what it did and the call says OUT_OF_MEMORY, as a runtime does
     template <typename F> status with_device(int device, F && f) {
         std::lock_guard<std::mutex> lock(mutex_);
-        return valid(device) ? f(devices_[size_t(device)]) : INVALID_ARGUMENT;
+        if (!valid(device)) {
+            return INVALID_ARGUMENT;
+        }
+        try {
+            return f(devices_[size_t(device)]);
+        } catch (const std::bad_alloc &) {
+            return OUT_OF_MEMORY;
+        }
+    }
+    // f(the device's state, the stream's) under the lock; INVALID_ARGUMENT for an unknown one
+    template <typename F> status with_stream(int device, stream_t stream, F && f) {
+        return with_device(device, [&](device_state & d) {
+            auto it = d.streams.find(stream);
+            return it == d.streams.end() ? INVALID_ARGUMENT : f(d, it->second);
+        });
+    }
+    // f(the device's stream-ordered pool, its arena) under the lock; INVALID_ARGUMENT where it has none
+    template <typename F> status with_mempool(int device, F && f) {
+        return with_device(device, [&](device_state & d) {
+            return async_supported(device) ? f(*d.mempool, d.arena) : INVALID_ARGUMENT;
+        });
     }
     // as on the real platforms: HIP builds compile the stream-ordered pool out
     bool async_supported(int device) const {
         return valid(device) && params_.async_supported != 0 && params_.platform != GGML_CPOOL_PLATFORM_HIP;
     }
-    bool                         in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
-    // the device's mempool after checking device and stream, counting a call on the stream;
-    // nullptr when either is unknown
-    sim_mempool *                stream_pool(int device, stream_t stream);
-    // the state of a known stream, or nullptr
-    device_state::stream_state * find_stream(int device, stream_t stream);
+    bool in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
 
     ggml_cpool_sim_params     params_;
     mutable std::mutex        mutex_;
@@ -118,18 +226,5 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     vmm_handle                next_handle_ = 1;
     uintptr_t                 next_stream_ = 1;
 };
-
-// host pages for the sim's device memory (nullptr when the host has none); prot as mmap takes it
-void * sim_map_pages(size_t size, int prot);
-
-// a host allocation of the sim's own records failed: as a device runtime does, the call says
-// OUT_OF_MEMORY (each call has undone what it did by then)
-template <typename F> status sim_host_memory(F && f) {
-    try {
-        return f();
-    } catch (const std::bad_alloc &) {
-        return OUT_OF_MEMORY;
-    }
-}
 
 } // namespace gcp

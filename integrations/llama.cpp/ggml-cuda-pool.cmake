@@ -7,10 +7,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/ggml-cuda-pool-sources.cmake)
 # and fails on an adapter source missing here)
 set(GCP_ADAPTER_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-compute.cu
-    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-module-pool.cu
+    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-pools.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-settings.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-stats.cu
-    ${GCP_SOURCE_DIR}/ggml-cuda/adapter/adapter-watched-pool.cu
     ${GCP_SOURCE_DIR}/ggml-cuda/adapter/ggml-cuda-pool-adapter.cu)
 
 # The core alone (no sim driver, no leak ledger, no calls of ggml-cuda-pool-testing.h), and the
