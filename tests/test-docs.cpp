@@ -1,14 +1,23 @@
 // What the docs and the sources promise that no other test reaches, read from the files
 // themselves: the calls docs/fault-injection.md says a one-shot fault fires on are the ones it
-// fires on, no log line hard-codes the platform (a HIP build says "HIP pool[N]", wherever the
-// line is made), every environment variable the module and its integrations read is a row of the
-// options table, and the module's reader is the only C or C++ code that reads one.
+// fires on, every number docs/design.md states about the code is the code's (its table of
+// constants, and no other place on the page), no log line hard-codes the platform (a HIP build
+// says "HIP pool[N]", wherever the line is made), every environment variable the module and its
+// integrations read is a row of the options table, and the module's reader is the only C or C++
+// code that reads one.
 
+#include "../ggml-cuda/context/context.h"
+#include "../ggml-cuda/pools/legacy.h"
+#include "../ggml-cuda/pools/vmm.h"
+#include "../ggml-cuda/testing/sim.h"
 #include "ggml-cuda-pool-options.h"
 #include "harness.h"
 
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -74,6 +83,207 @@ TEST(Docs, AOneShotFaultFiresOnTheCallsTheDocsName) {
         ggml_cpool_driver_release(fault);
     }
     EXPECT_EQ(named, fired) << "docs/fault-injection.md's oneshot row: " << row[0];
+}
+
+// the pool's factor is protected: a class of the test's own reads it
+struct pool_constants : gcp::pool {
+    using gcp::pool::OVERALLOCATE_FACTOR;
+};
+
+// every constant docs/design.md's table names, by the name its `constant` column gives it
+const std::map<std::string, uint64_t> CONSTANTS = {
+    { "pool_legacy::MAX_CACHED_BUFFERS", gcp::pool_legacy::MAX_CACHED_BUFFERS },
+    { "pool_legacy::WASTE_SLACK", gcp::pool_legacy::WASTE_SLACK },
+    { "pool_legacy::LOOK_AHEAD_DIVISOR", gcp::pool_legacy::LOOK_AHEAD_DIVISOR },
+    { "pool_legacy::ROUNDING", gcp::pool_legacy::ROUNDING },
+    { "pool_legacy::RECLAIM_FACTOR", gcp::pool_legacy::RECLAIM_FACTOR },
+    { "pool_legacy::MAX_GROWING", gcp::pool_legacy::MAX_GROWING },
+    { "pool::OVERALLOCATE_FACTOR", pool_constants::OVERALLOCATE_FACTOR },
+    { "TRANSIENT_RETRIES", uint64_t(gcp::TRANSIENT_RETRIES) },
+    { "DEFAULT_HEADROOM_PCT", gcp::DEFAULT_HEADROOM_PCT },
+    { "DEFAULT_VMM_RESERVE", gcp::DEFAULT_VMM_RESERVE },
+    { "pool_vmm::ALIGNMENT", gcp::pool_vmm::ALIGNMENT },
+    { "reuse_cache::MAX_BUFFERS", gcp::reuse_cache::MAX_BUFFERS },
+    { "reuse_cache::MAX_BUFFER", gcp::reuse_cache::MAX_BUFFER },
+    { "reuse_cache::MAX_BYTES", gcp::reuse_cache::MAX_BYTES },
+    { "reuse_cache::FIT_SLACK", gcp::reuse_cache::FIT_SLACK },
+    { "MAX_REQUEST", gcp::MAX_REQUEST },
+    { "CACHE_LINE", gcp::CACHE_LINE },
+    { "GGML_CPOOL_MAX_DEVICES", GGML_CPOOL_MAX_DEVICES },
+    { "GGML_CPOOL_MAX_STREAMS", GGML_CPOOL_MAX_STREAMS },
+    { "sim_primitives::ALIGNMENT", gcp::sim_primitives::ALIGNMENT },
+};
+
+// docs/design.md's table of constants: "| `constant` | value | what it fixes |" rows, each with
+// its line number; the lines the table spans are [first, last)
+struct constant_row {
+    int         line;
+    std::string name;
+    std::string value;
+};
+struct constants_table {
+    std::vector<constant_row> rows;
+    int                       first = 0;
+    int                       last  = 0;
+};
+
+std::vector<std::string> lines_of(const std::string & text) {
+    std::vector<std::string> lines;
+    std::istringstream       in(text);
+    for (std::string line; std::getline(in, line);) {
+        lines.push_back(line);
+    }
+    return lines;
+}
+
+constants_table constants_table_of(const std::vector<std::string> & lines) {
+    constants_table  table;
+    const std::regex row("^\\| `([A-Za-z_:]+)` \\| ([^|]+?) \\|.*");
+    for (size_t i = 0; i < lines.size(); i++) {
+        if (lines[i].rfind("| constant | value |", 0) != 0) {
+            continue;
+        }
+        table.first = int(i);
+        size_t j    = i + 1;
+        for (; j < lines.size() && lines[j].rfind("|", 0) == 0; j++) {
+            std::smatch m;
+            if (std::regex_match(lines[j], m, row)) {
+                table.rows.push_back({ int(j) + 1, m[1], m[2] });
+            } else if (lines[j].rfind("|---", 0) != 0) {
+                table.rows.push_back({ int(j) + 1, "", lines[j] }); // a row this test cannot read
+            }
+        }
+        table.last = int(j);
+        break;
+    }
+    return table;
+}
+
+// a value as the table writes it: "256", "16 MiB", "32 GiB", "2^60"; false when it is none of these
+bool parse_value(const std::string & text, uint64_t * value) {
+    std::smatch m;
+    if (!std::regex_match(text, m, std::regex("(\\d+)(?:\\^(\\d+))?(?: (KiB|MiB|GiB))?"))) {
+        return false;
+    }
+    uint64_t v = std::stoull(m[1]);
+    if (m[2].matched) { // a power: base^exponent
+        const uint64_t base = v;
+        v                   = 1;
+        for (unsigned long long e = std::stoull(m[2]); e > 0; e--) {
+            v *= base;
+        }
+    }
+    const std::string unit = m[3];
+    v *= unit == "KiB" ? 1ull << 10 : unit == "MiB" ? 1ull << 20 : unit == "GiB" ? 1ull << 30 : 1;
+    *value = v;
+    return true;
+}
+
+const std::filesystem::path DESIGN = std::filesystem::path(GCP_SOURCE_DIR) / "docs" / "design.md";
+
+TEST(Docs, ConstantsTableMatchesTheCode) {
+    const constants_table table = constants_table_of(lines_of(read(DESIGN)));
+    ASSERT_FALSE(table.rows.empty()) << "docs/design.md has no \"| constant | value |\" table";
+    std::map<std::string, int> seen;
+    for (const constant_row & r : table.rows) {
+        ASSERT_FALSE(r.name.empty()) << "design.md:" << r.line << ": not a \"| `constant` | value |\" row: " << r.value;
+        seen[r.name]++;
+        auto known = CONSTANTS.find(r.name);
+        EXPECT_NE(known, CONSTANTS.end()) << "design.md:" << r.line << ": " << r.name
+                                          << " is a constant this test does not know: add it to CONSTANTS";
+        uint64_t value = 0;
+        EXPECT_TRUE(parse_value(r.value, &value))
+            << "design.md:" << r.line << ": " << r.name << "'s value \"" << r.value << "\" is not a number";
+        if (known != CONSTANTS.end()) {
+            EXPECT_EQ(value, known->second) << "design.md:" << r.line << " says " << r.name << " is " << r.value
+                                            << "; the code says " << known->second;
+        }
+    }
+    for (const auto & [name, value] : CONSTANTS) {
+        EXPECT_EQ(seen[name], 1) << name << " (" << value << ") is not one row of design.md's table of constants";
+    }
+}
+
+// the numbers a line states: every run of digits, with a decimal part or a power, that is not part
+// of a word or a name (the 16 of "f16" is not; the 0 of "pool[0]" and the 2 of "2x" are). The
+// number that begins an item of a numbered list is a place, not a value
+std::vector<std::string> numbers_in(const std::string & line) {
+    std::vector<std::string> numbers;
+    auto                     word  = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    size_t                   start = line.find_first_not_of(' ');
+    if (start != std::string::npos && std::regex_search(line.substr(start), std::regex("^\\d+\\. "))) {
+        start = line.find(". ", start);
+    }
+    for (size_t i = start == std::string::npos ? line.size() : start; i < line.size(); i++) {
+        const char prev = i > 0 ? line[i - 1] : ' ';
+        if (!std::isdigit(static_cast<unsigned char>(line[i])) || word(prev) || prev == '.' || prev == '^') {
+            continue;
+        }
+        size_t j = i;
+        while (j < line.size() && (std::isdigit(static_cast<unsigned char>(line[j])) ||
+                                   ((line[j] == '.' || line[j] == '^') && j + 1 < line.size() &&
+                                    std::isdigit(static_cast<unsigned char>(line[j + 1]))))) {
+            j++;
+        }
+        // "2x" and "3x" are numbers too, "0x1f" and "4th" are not
+        const bool times = j < line.size() && line[j] == 'x' && (j + 1 == line.size() || !word(line[j + 1]));
+        if (j == line.size() || !word(line[j]) || times) {
+            numbers.push_back(line.substr(i, j - i));
+        }
+        i = j;
+    }
+    return numbers;
+}
+
+TEST(Docs, ConstantsAreStatedOnlyInTheirTable) {
+    const std::vector<std::string> lines = lines_of(read(DESIGN));
+    const constants_table          table = constants_table_of(lines);
+    ASSERT_FALSE(table.rows.empty());
+    // the numbers the table states, and the factors two of them make: elsewhere a line links to
+    // the table instead
+    std::set<std::string> stated;
+    for (const constant_row & r : table.rows) {
+        stated.insert(r.value.substr(0, r.value.find(' ')));
+    }
+    char factor[32];
+    snprintf(factor, sizeof(factor), "%g", 1.0 + 1.0 / double(gcp::pool_legacy::LOOK_AHEAD_DIVISOR));
+    stated.insert(factor);
+    snprintf(factor, sizeof(factor), "%g", 1.0 + double(gcp::DEFAULT_HEADROOM_PCT) / 100.0);
+    stated.insert(factor);
+
+    bool fenced = false;
+    for (int i = 0; i < int(lines.size()); i++) {
+        const std::string & line = lines[size_t(i)];
+        if (line.rfind("```", 0) == 0) {
+            fenced = !fenced;
+            continue;
+        }
+        // code and log examples (fenced, or indented four spaces) are checked below; the table itself
+        if (fenced || line.rfind("    ", 0) == 0 || (i >= table.first && i < table.last)) {
+            continue;
+        }
+        for (const std::string & n : numbers_in(line)) {
+            EXPECT_EQ(stated.count(n), 0u)
+                << "design.md:" << i + 1 << " states " << n
+                << ", a value of the table of constants: link to it (#constants) instead: " << line;
+        }
+    }
+
+    // the log examples: the retries they count are TRANSIENT_RETRIES, an LRU reclaim's target is
+    // RECLAIM_FACTOR times the refused size
+    const std::string text = read(DESIGN);
+    const std::regex  retries("(\\d+) retries|retry \\d+ of (\\d+)");
+    int               said = 0;
+    for (std::sregex_iterator it(text.begin(), text.end(), retries), end; it != end; ++it, said++) {
+        const std::string n = (*it)[1].matched ? (*it)[1] : (*it)[2];
+        EXPECT_EQ(std::stoi(n), gcp::TRANSIENT_RETRIES) << "design.md: " << it->str();
+    }
+    EXPECT_GT(said, 0) << "design.md's log examples count no retries";
+    const std::regex lru("alloc of ([0-9.]+) MiB failed, trying LRU-style reclaim \\(target ([0-9.]+) MiB\\)");
+    for (std::sregex_iterator it(text.begin(), text.end(), lru), end; it != end; ++it) {
+        EXPECT_NEAR(std::stod((*it)[2]), std::stod((*it)[1]) * double(gcp::pool_legacy::RECLAIM_FACTOR), 0.01)
+            << "design.md: " << it->str();
+    }
 }
 
 TEST(Sources, LogLinesTakeThePlatformFromTheDriver) {

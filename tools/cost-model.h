@@ -1,9 +1,10 @@
 #pragma once
 // Modelled driver time: what the driver calls a replay makes would cost on an NVIDIA H200
-// (CUDA 13.0), from the cost table in docs/design.md (median of 50, one run). Each figure is a pair,
-// the allocation and its release, measured at 1 MiB, 16 MiB, 256 MiB and 1 GiB; between those
-// sizes the cost is interpolated linearly, below 1 MiB it is the 1 MiB cost, above 1 GiB the last
-// segment is extended. A model, not a measurement: every report says "modelled".
+// (CUDA 13.0), from the cost table in docs/results/README.md (Driver primitives; median of 50, one
+// run). Each figure is a pair, the allocation and its release, measured at 1 MiB, 16 MiB, 256 MiB
+// and 1 GiB; between those sizes the cost is interpolated linearly, below 1 MiB it is the 1 MiB
+// cost, above 1 GiB the last segment is extended. A model, not a measurement: every report says
+// "modelled".
 
 #include <cstddef>
 
