@@ -7,7 +7,7 @@
 // --help prints this usage. An unknown option, or a value an option does not take, stops it with
 // one line naming it and exit status 2. A model that holds more at once than the sim device has
 // stops it before the first row, with one line and status 1; a session whose pool runs out of
-// memory stops at that pass, says so, and the status is 1.
+// memory stops at that pass, says so, and the status is 1. A legend follows the report's rows.
 
 #include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
@@ -290,6 +290,14 @@ void print_header(const model & m) {
            "");
 }
 
+// what the report's rows say, under them (docs/trace-and-replay.md says more)
+void print_legend() {
+    printf("\n2x, 1x: the K/V f16 conversions asked for with OVERALLOCATE (growing) or without it\n"
+           "hits: served without the driver; drv-alloc, drv-free: driver allocations (vmm: mappings), frees\n"
+           "peak-live, peak-resv: most in use, most held; lru reclaims, flushes: out-of-memory recoveries\n"
+           "gen: times the pool gave memory back to the driver; errors: allocations refused\n");
+}
+
 // a session, and its row, for each kind and mode; the exit status: 1 when a session failed
 int run_kinds(const device & dev, const arguments & a) {
     int status = 0;
@@ -331,7 +339,8 @@ int main(int argc, char ** argv) {
     }
     print_header(a.m);
     const int status = run_kinds(dev, a);
-    size_t    left   = ggml_cpool_driver_outstanding(dev.drv);
+    print_legend();
+    size_t left = ggml_cpool_driver_outstanding(dev.drv);
     printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
     ggml_cpool_driver_release(dev.drv);
     return left == 0 ? status : 1;
