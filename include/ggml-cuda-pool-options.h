@@ -10,7 +10,9 @@
 //   - words (kinds, booleans, levels, placements, rotation entries) are taken in any case;
 //   - a file is opened for appending when read, so one that cannot be written is refused then;
 //   - a value the row does not take is INVALID_ARGUMENT and one line naming the variable, the value
-//     and the row's `values` text.
+//     and the row's `values` text;
+//   - ggml_cpool_ctx_create checks every row, whoever reads it: a bad value refuses the context
+//     (a file its check makes is removed again).
 // The words a WORD or LIST row takes are the first word of each '|'-separated alternative of its
 // `values` (a note in parentheses or after a comma follows the word); the boolean words are
 // 1, on, true, yes and 0, off, false, no. The PyTorch library's Python helper cannot include a

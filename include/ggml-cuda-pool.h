@@ -141,6 +141,7 @@ GGML_CPOOL_API int                          ggml_cpool_driver_device_count(ggml_
 
 // contexts: one per ggml backend context; pools are created lazily per device and belong to the context alone
 GGML_CPOOL_API struct ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void);
+// INVALID_ARGUMENT, with its line, where a row of ggml-cuda-pool-options.h has a bad value, whichever component reads it
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_create (const struct ggml_cpool_ctx_params * params, ggml_cpool_ctx_t * out);
 GGML_CPOOL_API void                         ggml_cpool_ctx_free   (ggml_cpool_ctx_t ctx); // releases every device's memory
 GGML_CPOOL_API enum ggml_cpool_status       ggml_cpool_ctx_get_pool(ggml_cpool_ctx_t ctx, int device, ggml_cpool_t * out);

@@ -12,15 +12,25 @@
 #   llama  the llama.cpp integration patch applies to the pinned snapshot and the adapter compiles
 #          with nvcc against the patched ggml-cuda headers (scripts/llama-check.sh); SKIPPED where
 #          no snapshot is found (../shared/llama.cpp, LLAMA_SNAPSHOT or LLAMA_CPP_DIR)
-# scripts/test.sh [job...]   (default: all); extra CMake arguments in CMAKE_ARGS.
+# scripts/test.sh [job...]   (default: all; an unknown job: the usage, exit 2, nothing installed);
+# extra CMake arguments in CMAKE_ARGS.
 # The last line counts tests: passed, failed, skipped for want of a GPU, skipped for want of the
 # llama.cpp snapshot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
+all_jobs=(format main asan tsan fuzz hip llama)
 jobs=("$@")
-[ ${#jobs[@]} -eq 0 ] && jobs=(format main asan tsan fuzz hip llama)
+[ ${#jobs[@]} -eq 0 ] && jobs=("${all_jobs[@]}")
+# a job name checked before anything is installed or built
+for job in "${jobs[@]}"; do
+    if [[ " ${all_jobs[*]} " != *" $job "* ]]; then
+        echo "test.sh: unknown job: $job" >&2
+        echo "usage: scripts/test.sh [job...]   jobs: ${all_jobs[*]} (default: all)" >&2
+        exit 2
+    fi
+done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=$(nproc)
 
@@ -113,7 +123,6 @@ for job in "${jobs[@]}"; do
                 *) failed=$((failed + 1)); summary+=("llama: FAILED (build-llama-check/)") ;;
             esac
             ;;
-        *) echo "unknown job: $job" >&2; exit 2 ;;
     esac
 done
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # pool-demo's command line and capacity: a value an option does not take is one line naming the
-# option and a non-zero exit (not the automatic choice, not 1 for 2); a sim capacity the model
-# cannot fit ends the demo at once with one line naming the sim driver; a capacity some sessions
-# run out of stops each of those at its failing pass, says so, and exits non-zero, promptly.
+# option and a non-zero exit (not the automatic choice, not 1 for 2); an unknown option, or one
+# without its value, a line naming it, the usage and exit 2; --help and -h the usage on stdout and
+# exit 0; a sim capacity the model cannot fit ends the demo at once with one line naming the sim
+# driver; a capacity some sessions run out of stops each of those at its failing pass, says so, and
+# exits non-zero, promptly.
 #   check-demo-args.sh PATH/TO/pool-demo
 set -u
 demo=$1
@@ -25,6 +27,31 @@ for bad in "--driver gpu" "--overallocate 2" "--layers 2x" "--kinds legacy,faste
         fail "$bad: exit $rc, $lines lines naming $option" "$out"
     else
         echo "ok   $bad: exit $rc, one line: $out"
+    fi
+done
+
+# an option the demo does not know is named, with the usage; so is one left without its value
+for bad in "--bogus 1:unknown option '--bogus'" "--layers:--layers needs a value"; do
+    args=${bad%%:*}
+    said=${bad#*:}
+    out=$(run $args)
+    rc=$?
+    if [ "$rc" -ne 2 ] || [ "$(grep -c "^pool-demo: $said\$" <<<"$out")" -ne 1 ] || ! grep -q "^usage: " <<<"$out"; then
+        fail "$args: exit $rc, wanted 2, the line 'pool-demo: $said' and the usage" "$out"
+    else
+        echo "ok   $args: exit 2, the line 'pool-demo: $said' and the usage"
+    fi
+done
+
+# --help and -h: the usage on stdout, nothing on stderr, exit 0
+for help in --help -h; do
+    err=$(timeout 60 "$demo" "$help" 2>&1 >/dev/null)
+    out=$(timeout 60 "$demo" "$help" 2>/dev/null)
+    rc=$?
+    if [ "$rc" -ne 0 ] || [ -n "$err" ] || ! grep -q "^usage: pool-demo " <<<"$out"; then
+        fail "$help: exit $rc, wanted 0 and the usage on stdout alone (stderr: $err)" "$out"
+    else
+        echo "ok   $help: exit 0, the usage on stdout"
     fi
 done
 

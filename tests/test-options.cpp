@@ -1,7 +1,7 @@
 // The one reader of the environment (ggml_cpool_option_read over the rows of
 // ggml-cuda-pool-options.h): empty is unset for every row, words in any case, a bad value one line
 // naming the variable, the value and the row's values, a file opened when it is read, and what the
-// module's context creation refuses.
+// module's context creation refuses: a bad value of any row.
 
 #include "harness.h"
 
@@ -236,6 +236,49 @@ TEST(Options, AMalformedLogLevelFailsContextCreation) {
     EXPECT_EQ(log.count("^GGML_CUDA_POOL_LOG=loud: not one of its values; it takes debug \\| info"), 1u);
     EXPECT_EQ(log.lines().size(), 1u);
     EXPECT_EQ(ggml_cpool_log_threshold(), GGML_CPOOL_LOG_WARN) << "the logger keeps warn meanwhile";
+}
+
+// every row is checked where a context is made, the integrations' rows included (TIMING and TRACE
+// are left out: the first creation reads them once for the whole process)
+TEST(Options, ContextCreationRefusesABadValueOfEveryRow) {
+    no_options env;
+    for (const row & r : ROWS) {
+        const bool read_once = r.option == GGML_CPOOL_OPTION_TIMING || r.option == GGML_CPOOL_OPTION_TRACE;
+        if (read_once || r.takes == GGML_CPOOL_TAKES_PATH) {
+            continue; // a path takes any text
+        }
+        const char * bad = r.takes == GGML_CPOOL_TAKES_OUTPUT ? "/proc/nope/x" : "bogus";
+        scoped_env   set(r.name, bad);
+        log_capture  log;
+        EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_INVALID_ARGUMENT) << r.name << "=" << bad;
+        const std::vector<std::string> lines = log.lines();
+        ASSERT_EQ(lines.size(), 1u) << r.name << "=" << bad;
+        EXPECT_EQ(lines[0].rfind(std::string(r.name) + "=" + bad + ": ", 0), 0u) << lines[0];
+        EXPECT_NE(lines[0].find(std::string("; it takes ") + r.values), std::string::npos) << lines[0];
+    }
+}
+
+TEST(Options, ContextCreationLeavesNoFileBehindAndAFileAsItWas) {
+    no_options        env;
+    const std::string path = temp_file("creation-stats");
+    const std::string kept = "kept\n";
+    {
+        scoped_env stats("GGML_CUDA_POOL_STATS", path.c_str());
+        EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_OK);
+        EXPECT_NE(access(path.c_str(), F_OK), 0) << "the check removes the file it made";
+        FILE * f = fopen(path.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        fputs(kept.c_str(), f);
+        fclose(f);
+        EXPECT_EQ(sim_ctx_status(), GGML_CPOOL_STATUS_OK);
+    }
+    char   text[16] = {};
+    FILE * f        = fopen(path.c_str(), "r");
+    ASSERT_NE(f, nullptr) << "a file that was there stays";
+    EXPECT_EQ(fread(text, 1, sizeof(text) - 1, f), kept.size());
+    fclose(f);
+    EXPECT_EQ(text, kept) << "as it was";
+    remove(path.c_str());
 }
 
 TEST(Options, AnOptionPastTheTableIsRefused) {

@@ -4,9 +4,10 @@
 //   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
 //
-// A value an option does not take stops it with one line and exit status 2. A model that holds
-// more at once than the sim device has stops it before the first row, with one line and status 1;
-// a session whose pool runs out of memory stops at that pass, says so, and the status is 1.
+// --help prints this usage. An unknown option, or a value an option does not take, stops it with
+// one line naming it and exit status 2. A model that holds more at once than the sim device has
+// stops it before the first row, with one line and status 1; a session whose pool runs out of
+// memory stops at that pass, says so, and the status is 1. A legend follows the report's rows.
 
 #include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
@@ -136,12 +137,11 @@ bool run(const device & dev, const model & m, ggml_cpool_kind kind, bool overall
     return errors == 0;
 }
 
-int usage(const char * argv0) {
-    fprintf(stderr,
-            "usage: %s [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]\n"
-            "          [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n",
-            argv0);
-    return 2;
+// the usage to `out`; `status` back, the exit status
+int usage(FILE * out, int status) {
+    fprintf(out, "usage: pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]\n"
+                 "                 [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n");
+    return status;
 }
 
 // `text` as a whole decimal number within [min, max]; false for anything else
@@ -192,19 +192,27 @@ bool parse_kinds(const char * text, std::vector<ggml_cpool_kind> * kinds, std::s
     }
 }
 
-enum class parsed { ok, bad_value, unknown };
+// whether `arg` names one of the demo's options
+bool is_option(const std::string & arg) {
+    for (const number_option & o : NUMBER_OPTIONS) {
+        if (arg == o.name) {
+            return true;
+        }
+    }
+    return arg == "--driver" || arg == "--kinds" || arg == "--overallocate";
+}
 
-// one option and its value into `a`; a value it does not take: one line saying what it takes
-parsed parse_option(const std::string & arg, const char * val, arguments * a) {
+// one option (is_option) and its value into `a`; a value it does not take: one line saying what it takes
+bool parse_option(const std::string & arg, const char * val, arguments * a) {
     for (const number_option & o : NUMBER_OPTIONS) {
         long v = 0;
         if (arg == o.name && !parse_number(val, o.min, o.max, &v)) {
             fprintf(stderr, "pool-demo: %s %s: it takes a whole number from %ld to %ld\n", o.name, val, o.min, o.max);
-            return parsed::bad_value;
+            return false;
         }
         if (arg == o.name) {
             o.set(a->m, v);
-            return parsed::ok;
+            return true;
         }
     }
     std::string bad;
@@ -213,18 +221,43 @@ parsed parse_option(const std::string & arg, const char * val, arguments * a) {
                 val);
     } else if (arg == "--driver") {
         a->driver = strcasecmp(val, "sim") == 0 ? driver_choice::sim : driver_choice::cuda;
-        return parsed::ok;
+        return true;
     } else if (arg == "--overallocate" && strcmp(val, "1") != 0 && strcmp(val, "0") != 0) {
         fprintf(stderr, "pool-demo: --overallocate %s: it takes 1 (growing requests) or 0 (plain ones)\n", val);
     } else if (arg == "--overallocate") {
         a->modes = { strcmp(val, "1") == 0 };
-        return parsed::ok;
-    } else if (arg == "--kinds" && !parse_kinds(val, &a->kinds, &bad)) {
-        fprintf(stderr, "pool-demo: --kinds %s: '%s' is not one of legacy, plain, vmm\n", val, bad.c_str());
+        return true;
+    } else if (parse_kinds(val, &a->kinds, &bad)) {
+        return true;
     } else {
-        return arg == "--kinds" ? parsed::ok : parsed::unknown;
+        fprintf(stderr, "pool-demo: --kinds %s: '%s' is not one of legacy, plain, vmm\n", val, bad.c_str());
     }
-    return parsed::bad_value;
+    return false;
+}
+
+constexpr int RUN_DEMO      = -1; // parse_arguments: no exit status yet, the sessions run
+constexpr int BAD_ARGUMENTS = 2;  // the exit status of a command line the demo does not take
+
+// the command line into `a`; RUN_DEMO, or the exit status (--help: the usage on stdout, 0)
+int parse_arguments(int argc, char ** argv, arguments * a) {
+    for (int i = 1; i < argc; i += 2) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            return usage(stdout, 0);
+        }
+        if (!is_option(arg)) {
+            fprintf(stderr, "pool-demo: unknown option '%s'\n", argv[i]);
+            return usage(stderr, BAD_ARGUMENTS);
+        }
+        if (i + 1 == argc) {
+            fprintf(stderr, "pool-demo: %s needs a value\n", argv[i]);
+            return usage(stderr, BAD_ARGUMENTS);
+        }
+        if (!parse_option(arg, argv[i + 1], a)) {
+            return BAD_ARGUMENTS;
+        }
+    }
+    return RUN_DEMO;
 }
 
 // the real device when there is one (or when asked), else the sim driver with `capacity` bytes;
@@ -257,6 +290,14 @@ void print_header(const model & m) {
            "");
 }
 
+// what the report's rows say, under them (docs/trace-and-replay.md says more)
+void print_legend() {
+    printf("\n2x, 1x: the K/V f16 conversions asked for with OVERALLOCATE (growing) or without it\n"
+           "hits: served without the driver; drv-alloc, drv-free: driver allocations (vmm: mappings), frees\n"
+           "peak-live, peak-resv: most in use, most held; lru reclaims, flushes: out-of-memory recoveries\n"
+           "gen: times the pool gave memory back to the driver; errors: allocations refused\n");
+}
+
 // a session, and its row, for each kind and mode; the exit status: 1 when a session failed
 int run_kinds(const device & dev, const arguments & a) {
     int status = 0;
@@ -284,11 +325,9 @@ bool fits(const device & dev, const model & m) {
 
 int main(int argc, char ** argv) {
     arguments a;
-    for (int i = 1; i < argc; i += 2) {
-        const parsed p = i + 1 < argc ? parse_option(argv[i], argv[i + 1], &a) : parsed::unknown;
-        if (p != parsed::ok) {
-            return p == parsed::unknown ? usage(argv[0]) : 2;
-        }
+    const int parsed = parse_arguments(argc, argv, &a);
+    if (parsed != RUN_DEMO) {
+        return parsed;
     }
     const device dev = open_driver(a.driver, a.m.capacity);
     if (dev.drv == nullptr) {
@@ -300,7 +339,8 @@ int main(int argc, char ** argv) {
     }
     print_header(a.m);
     const int status = run_kinds(dev, a);
-    size_t    left   = ggml_cpool_driver_outstanding(dev.drv);
+    print_legend();
+    size_t left = ggml_cpool_driver_outstanding(dev.drv);
     printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
     ggml_cpool_driver_release(dev.drv);
     return left == 0 ? status : 1;

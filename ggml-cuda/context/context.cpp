@@ -46,9 +46,10 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
-    option_value level; // the logger reads it (log_threshold); a malformed one is refused here, as every row is
+    // every other row too, whoever reads it later (the logger, the llama.cpp adapter, the PyTorch
+    // library): a value no row takes is refused wherever the module is created
     if (st == OK) {
-        st = read_option(GGML_CPOOL_OPTION_LOG, &level);
+        st = check_options(reading::check);
     }
     if (st != OK) {
         return st;

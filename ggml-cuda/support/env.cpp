@@ -8,7 +8,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <strings.h>
+#include <unistd.h>
 
 namespace gcp {
 
@@ -16,9 +18,10 @@ namespace {
 
 constexpr const char * TRUE_WORDS[]  = { "1", "on", "true", "yes" };
 constexpr const char * FALSE_WORDS[] = { "0", "off", "false", "no" };
-constexpr size_t       MAX_WORDS     = 8;   // the most words a row's values name
-constexpr size_t       WORD_BYTES    = 16;  // the longest word, with its terminator
-constexpr size_t       WHY_BYTES     = 160; // a refusal's reason
+constexpr size_t       MAX_WORDS     = 8;    // the most words a row's values name
+constexpr size_t       WORD_BYTES    = 16;   // the longest word, with its terminator
+constexpr size_t       WHY_BYTES     = 160;  // a refusal's reason
+constexpr mode_t       NEW_FILE_MODE = 0666; // a file the reading makes, as fopen's "a" makes it (the umask applies)
 
 struct row {
     ggml_cpool_option_takes takes;
@@ -162,12 +165,17 @@ bool parse(option o, const char * text, option_value * v, refusal * r) {
 }
 
 // a file the value names, opened for appending and closed again: one that cannot be written is
-// refused when the settings are read, not when the first line is due
-bool writable(const char * path, refusal * r) {
-    FILE * f = fopen(path, "a");
-    if (f == nullptr || fclose(f) != 0) {
+// refused when the settings are read, not when the first line is due; `keep`: false removes a file
+// the opening made
+bool writable(const char * path, bool keep, refusal * r) {
+    const int made = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL, NEW_FILE_MODE);
+    const int fd   = made >= 0 || errno != EEXIST ? made : open(path, O_WRONLY | O_APPEND);
+    if (fd < 0 || close(fd) != 0) {
         r->say("cannot open it for appending (%s)", strerror(errno));
         return false;
+    }
+    if (made >= 0 && !keep) {
+        unlink(path);
     }
     return true;
 }
@@ -177,12 +185,12 @@ bool writable(const char * path, refusal * r) {
 status read_option(option o, option_value * v, reading how) {
     const char * text = option_text(o);
     refusal      r;
-    const bool   opens = how == reading::report && ROWS[o].takes != GGML_CPOOL_TAKES_PATH;
-    if (parse(o, text, v, &r) && (!opens || v->path == nullptr || writable(v->path, &r))) {
+    const bool   opens = how != reading::quiet && ROWS[o].takes != GGML_CPOOL_TAKES_PATH;
+    if (parse(o, text, v, &r) && (!opens || v->path == nullptr || writable(v->path, how == reading::report, &r))) {
         return OK;
     }
     *v = {};
-    if (how == reading::report) {
+    if (how != reading::quiet) {
         GCP_LOG_ERROR("%s=%s: %s; it takes %s", option_name(o), text, r.why, ROWS[o].values);
     }
     return INVALID_ARGUMENT;
@@ -199,11 +207,11 @@ const char * option_entry(option o, const char * text, int index) {
     return nullptr;
 }
 
-status check_options() {
+status check_options(reading how) {
     status st = OK;
     for (int o = 0; o < GGML_CPOOL_OPTION_COUNT; o++) {
         option_value v;
-        st = read_option(option(o), &v) == OK ? st : INVALID_ARGUMENT;
+        st = read_option(option(o), &v, how) == OK ? st : INVALID_ARGUMENT;
     }
     return st;
 }

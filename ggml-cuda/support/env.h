@@ -14,6 +14,7 @@ using option_value = ggml_cpool_option_value;
 
 enum class reading {
     report, // a bad value says its line; a file the value names is opened for appending (and closed)
+    check,  // as report, but a file the opening made is removed: context creation leaves no file behind
     quiet,  // neither: a choice made before the reading that reports, or the logger asking its level
 };
 
@@ -22,7 +23,7 @@ status       read_option(option o, option_value * v, reading how = reading::repo
 // the word of entry `index` of a LIST row's text, as the table spells it; nullptr past the last
 const char * option_entry(option o, const char * text, int index);
 // every row read now, each bad value its line
-status       check_options();
+status       check_options(reading how = reading::report);
 
 // the module's rows, read at context creation: unset leaves the output untouched
 status env_no_vmm(bool * no_vmm);
