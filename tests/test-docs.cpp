@@ -111,7 +111,7 @@ const std::map<std::string, uint64_t> CONSTANTS = {
     { "CACHE_LINE", gcp::CACHE_LINE },
     { "GGML_CPOOL_MAX_DEVICES", GGML_CPOOL_MAX_DEVICES },
     { "GGML_CPOOL_MAX_STREAMS", GGML_CPOOL_MAX_STREAMS },
-    { "sim_primitives::ALIGNMENT", gcp::sim_primitives::ALIGNMENT },
+    { "SIM_ALIGNMENT", gcp::SIM_ALIGNMENT },
 };
 
 // docs/design.md's table of constants: "| `constant` | value | what it fixes |" rows, each with
