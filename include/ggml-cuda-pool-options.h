@@ -21,13 +21,14 @@
 
 // how a row's value is read (the `takes` column)
 enum ggml_cpool_option_takes {
-    GGML_CPOOL_TAKES_BOOLEAN,    // a boolean word
-    GGML_CPOOL_TAKES_WORD,       // one of the row's words
-    GGML_CPOOL_TAKES_LIST,       // the row's words, comma-separated
-    GGML_CPOOL_TAKES_OUTPUT,     // a boolean word (true: stderr, false: nowhere) or a file, opened for appending
-    GGML_CPOOL_TAKES_WRITABLE,   // a file the module writes, opened for appending when read
-    GGML_CPOOL_TAKES_FAULT_SPEC, // a fault spec (docs/fault-injection.md)
-    GGML_CPOOL_TAKES_PATH,       // a path, taken as it is (its reader says when nothing is there)
+    GGML_CPOOL_TAKES_BOOLEAN,      // a boolean word
+    GGML_CPOOL_TAKES_WORD,         // one of the row's words
+    GGML_CPOOL_TAKES_LIST,         // the row's words, comma-separated
+    GGML_CPOOL_TAKES_OUTPUT,       // a boolean word (true: stderr, false: nowhere) or a file, opened for appending
+    GGML_CPOOL_TAKES_WRITABLE,     // a file the module writes, opened for appending when read
+    GGML_CPOOL_TAKES_FAULT_SPEC,   // a fault spec (docs/fault-injection.md)
+    GGML_CPOOL_TAKES_PATH,         // a path, taken as it is (its reader says when nothing is there)
+    GGML_CPOOL_TAKES_MILLISECONDS, // a plain decimal count of milliseconds, at most UINT32_MAX
 };
 
 // X(id, name, readers, takes, values, effect)
@@ -57,6 +58,10 @@ enum ggml_cpool_option_takes {
     X(CAPTURES, "GGML_CUDA_POOL_CAPTURES", "llama.cpp adapter", WORD, "query (default) | declared",      \
       "how the module's pools learn that ggml captures a CUDA graph: they ask the driver (the async "    \
       "kind at every allocation), or the adapter declares each capture (ggml_cpool_declare_capture)")    \
+    X(WAIT_MS, "GGML_CUDA_POOL_WAIT_MS", "llama.cpp adapter, PyTorch library", MILLISECONDS,             \
+      "milliseconds, a plain decimal",                                                                   \
+      "how long an allocation the device refused waits for memory to come back before it fails (unset: " \
+      "the adapter's DEFAULT_WAIT_MS, the PyTorch library none)")                                        \
     X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter", LIST,                                        \
       "ggml | ggml-legacy | auto | vmm | legacy | plain | async, comma-separated",                       \
       "configurations taken in turn by the backend contexts instead of GGML_CUDA_POOL")                  \

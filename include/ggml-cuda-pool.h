@@ -123,12 +123,13 @@ struct ggml_cpool_stats {
 
 // a row of the options table as ggml_cpool_option_read reads it (ggml-cuda-pool-options.h: the rule)
 struct ggml_cpool_option_value {
-    int          set;   // 0: unset or empty, the row's default (and every field below 0 or NULL)
-    int          on;    // BOOLEAN: 1 for a true word, 0 for a false one; OUTPUT: 0 for a false word, else 1
-    int          count; // LIST: its entries (ggml_cpool_option_entry gives each one's word)
-    const char * word;  // WORD: the word of the row's values that the text names, as the table spells it
-    const char * path;  // WRITABLE, PATH: the text; OUTPUT: the file (NULL: stderr, or nowhere)
-    const char * text;  // the variable's text, valid while the environment keeps it
+    int          set;          // 0: unset or empty, the row's default (and every field below 0 or NULL)
+    int          on;           // BOOLEAN: 1 for a true word, 0 for a false one; OUTPUT: 0 for a false word, else 1
+    int          count;        // LIST: its entries (ggml_cpool_option_entry gives each one's word)
+    const char * word;         // WORD: the word of the row's values that the text names, as the table spells it
+    const char * path;         // WRITABLE, PATH: the text; OUTPUT: the file (NULL: stderr, or nowhere)
+    const char * text;         // the variable's text, valid while the environment keeps it
+    uint32_t     milliseconds; // MILLISECONDS: the count
 };
 
 typedef void (*ggml_cpool_log_callback)(enum ggml_cpool_log_level level, const char * text, void * user_data);

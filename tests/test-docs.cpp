@@ -6,6 +6,7 @@
 // integrations read is a row of the options table, and the module's reader is the only C or C++
 // code that reads one.
 
+#include "../ggml-cuda/adapter/adapter-settings.cuh"
 #include "../ggml-cuda/context/context.h"
 #include "../ggml-cuda/pools/legacy.h"
 #include "../ggml-cuda/pools/vmm.h"
@@ -112,6 +113,8 @@ const std::map<std::string, uint64_t> CONSTANTS = {
     { "GGML_CPOOL_MAX_DEVICES", GGML_CPOOL_MAX_DEVICES },
     { "GGML_CPOOL_MAX_STREAMS", GGML_CPOOL_MAX_STREAMS },
     { "SIM_ALIGNMENT", gcp::SIM_ALIGNMENT },
+    { "WAIT_LONGEST_PAUSE_MS", gcp::WAIT_LONGEST_PAUSE_MS },
+    { "cpool_adapter::DEFAULT_WAIT_MS", cpool_adapter::DEFAULT_WAIT_MS },
 };
 
 // docs/design.md's table of constants: "| `constant` | value | what it fixes |" rows, each with
@@ -162,7 +165,7 @@ constants_table constants_table_of(const std::vector<std::string> & lines) {
 // a value as the table writes it: "256", "16 MiB", "32 GiB", "2^60"; false when it is none of these
 bool parse_value(const std::string & text, uint64_t * value) {
     std::smatch m;
-    if (!std::regex_match(text, m, std::regex("(\\d+)(?:\\^(\\d+))?(?: (KiB|MiB|GiB))?"))) {
+    if (!std::regex_match(text, m, std::regex("(\\d+)(?:\\^(\\d+))?(?: (KiB|MiB|GiB|ms))?"))) {
         return false;
     }
     uint64_t v = std::stoull(m[1]);

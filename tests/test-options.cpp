@@ -146,7 +146,8 @@ TEST(Options, ARotationIsAListOfConfigurationsInAnyCase) {
 TEST(Options, ABadValueIsOneLineNamingTheVariableTheValueAndItsValues) {
     for (const row & r : ROWS) {
         if (r.takes != GGML_CPOOL_TAKES_BOOLEAN && r.takes != GGML_CPOOL_TAKES_WORD &&
-            r.takes != GGML_CPOOL_TAKES_LIST && r.takes != GGML_CPOOL_TAKES_FAULT_SPEC) {
+            r.takes != GGML_CPOOL_TAKES_LIST && r.takes != GGML_CPOOL_TAKES_FAULT_SPEC &&
+            r.takes != GGML_CPOOL_TAKES_MILLISECONDS) {
             continue; // a file or a path: any text is one
         }
         log_capture log;
@@ -160,6 +161,20 @@ TEST(Options, ABadValueIsOneLineNamingTheVariableTheValueAndItsValues) {
         const std::string tail = std::string("; it takes ") + r.values;
         EXPECT_TRUE(line.size() > tail.size() && line.compare(line.size() - tail.size(), tail.size(), tail) == 0)
             << line;
+    }
+}
+
+TEST(Options, TheWaitTakesAPlainDecimalCountOfMilliseconds) {
+    for (auto [text, ms] :
+         { std::pair<const char *, uint32_t>{ "0", 0 }, { "5000", 5000 }, { "4294967295", UINT32_MAX } }) {
+        reading read(GGML_CPOOL_OPTION_WAIT_MS, text);
+        ASSERT_EQ(read.st, GGML_CPOOL_STATUS_OK) << text;
+        EXPECT_EQ(read.v.milliseconds, ms) << text;
+    }
+    for (const char * bad : { "5s", "-1", " 5", "4294967296", "99999999999999999999999", "0x10" }) {
+        log_capture log;
+        EXPECT_EQ(reading(GGML_CPOOL_OPTION_WAIT_MS, bad).st, GGML_CPOOL_STATUS_INVALID_ARGUMENT) << bad;
+        EXPECT_EQ(log.lines().size(), 1u) << bad;
     }
 }
 

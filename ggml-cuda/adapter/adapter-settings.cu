@@ -61,6 +61,8 @@ settings read_settings() {
     c.captures_declared                    = captures.set && strcmp(captures.word, "declared") == 0;
     const ggml_cpool_option_value oom      = read(GGML_CPOOL_OPTION_ON_OOM); // error (the default) or abort
     c.oom_fails_compute                    = !oom.set || strcmp(oom.word, "abort") != 0;
+    const ggml_cpool_option_value wait     = read(GGML_CPOOL_OPTION_WAIT_MS);
+    c.wait_ms                              = wait.set ? wait.milliseconds : DEFAULT_WAIT_MS;
     // GGML_CUDA_POOL_STATS: stderr, or the file opened for appending now (the reader has just opened it)
     const ggml_cpool_option_value stats = read(GGML_CPOOL_OPTION_STATS);
     if (stats.on) {

@@ -17,6 +17,9 @@ struct choice { // the pools one backend context gets
     ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO; // a module kind; AUTO: the module's environment decides
 };
 
+// a co-tenant's spikes and fault windows measured beside llama-server lasted 0.3 to 3.6 s (docs/llama-cpp.md)
+constexpr uint32_t DEFAULT_WAIT_MS = 5000;
+
 struct settings {
     choice              pools;  // GGML_CUDA_POOL
     std::vector<choice> rotate; // GGML_CUDA_POOL_ROTATE: backend context k takes rotate[(k - 1) % size]
@@ -27,6 +30,9 @@ struct settings {
     FILE *              stats_out = nullptr;       // stderr, or the file opened for appending
     // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process
     bool                oom_fails_compute = true;
+    // GGML_CUDA_POOL_WAIT_MS: how long a refused allocation waits for memory; a server's co-tenant
+    // spikes of a few seconds then fail no request
+    uint32_t            wait_ms = DEFAULT_WAIT_MS;
 };
 
 // read at the first call: a bad value, or GGML_CUDA_POOL_ROTATE with GGML_CUDA_POOL, ends the run with one line

@@ -52,6 +52,7 @@ std::shared_ptr<ggml_cuda_cpool_context> open_context() {
     }
     ggml_cpool_ctx_params params = ggml_cpool_ctx_default_params();       // the cuda driver; kinds from the environment
     std::fill(std::begin(params.kind), std::end(params.kind), pick.kind); // AUTO leaves them there
+    params.wait_ms       = c.wait_ms;
     ggml_cpool_status st = ggml_cpool_ctx_create(&params, &context->ctx);
     if (st != GGML_CPOOL_STATUS_OK) {
         fail(ggml_cuda_get_device(), "creating the pool context", st);

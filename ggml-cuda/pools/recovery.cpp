@@ -8,16 +8,7 @@
 
 namespace gcp {
 
-namespace {
-
 using clock = std::chrono::steady_clock;
-
-// the wait's first pause, doubled after each poll up to the longest: a spike that ends soon is
-// seen soon, a long one costs few polls
-constexpr auto WAIT_FIRST_PAUSE   = std::chrono::milliseconds(1);
-constexpr auto WAIT_LONGEST_PAUSE = std::chrono::milliseconds(64);
-
-} // namespace
 
 status pool::climb(recovery_steps & steps) {
     driver_failed(); // the refusal that led here: the lines below say how it ends
@@ -84,10 +75,10 @@ status pool::wait_for_memory(recovery_steps & steps) {
     }
     stats_.waits++;
     status st    = OUT_OF_MEMORY;
-    auto   pause = std::chrono::duration_cast<clock::duration>(WAIT_FIRST_PAUSE);
+    auto   pause = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(WAIT_FIRST_PAUSE_MS));
     for (auto now = start; st == OUT_OF_MEMORY && now < end; now = clock::now()) {
         std::this_thread::sleep_for(std::min(pause, end - now));
-        pause = std::min<clock::duration>(2 * pause, WAIT_LONGEST_PAUSE);
+        pause = std::min<clock::duration>(2 * pause, std::chrono::milliseconds(WAIT_LONGEST_PAUSE_MS));
         // a query the driver cannot answer lets every poll try
         if (drv_.free_memory(device_, &free) != OK || free >= want) {
             st = steps.retry();

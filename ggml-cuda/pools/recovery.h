@@ -27,6 +27,11 @@ namespace gcp {
 // real device: 7 ms in all) and a synchronize of the stream
 constexpr int TRANSIENT_RETRIES = 3;
 
+// the wait's first pause, doubled after each poll up to the longest: a spike that ends soon is
+// seen soon, a long one costs few polls
+constexpr uint32_t WAIT_FIRST_PAUSE_MS   = 1;
+constexpr uint32_t WAIT_LONGEST_PAUSE_MS = 64;
+
 // one pool's rungs, for one refused request
 class recovery_steps {
   public:

@@ -147,6 +147,12 @@ bool parse(option o, const char * text, option_value * v, refusal * r) {
             v->on   = boolean_of(text) != 0;
             v->path = boolean_of(text) < 0 ? text : nullptr;
             return true;
+        case GGML_CPOOL_TAKES_MILLISECONDS: {
+            char *                   end = nullptr;
+            const unsigned long long ms  = isdigit((unsigned char) *text) ? strtoull(text, &end, 10) : 0;
+            v->milliseconds              = uint32_t(ms);
+            return end != nullptr && *end == '\0' && ms <= UINT32_MAX; // too many digits: ULLONG_MAX
+        }
         case GGML_CPOOL_TAKES_WRITABLE:
         case GGML_CPOOL_TAKES_PATH:
             v->path = text;

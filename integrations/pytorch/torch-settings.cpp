@@ -27,6 +27,10 @@ ggml_cpool_ctx_params context_params(size_t device_memory) {
     if (device_memory > 0) {
         p.vmm_reserve = device_memory;
     }
+    ggml_cpool_option_value wait; // unset: 0, as PyTorch raises a refusal at once
+    if (ggml_cpool_option_peek(GGML_CPOOL_OPTION_WAIT_MS, &wait) == GGML_CPOOL_STATUS_OK && wait.set) {
+        p.wait_ms = wait.milliseconds;
+    }
     return p;
 }
 
