@@ -74,8 +74,7 @@ class pool_async::capture_wait final : public recovery_steps {
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
-    // its free cannot fail for want of room once the graph uses it: a place in the list of those
-    // out, and in the cache, which every one of them may come back to
+    // its free needs no memory once the graph uses it: a place among those out, and in the cache
     reserve_at_least(capture_out_, capture_out_.size() + 1);
     reserve_at_least(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     auto best =
@@ -91,8 +90,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     status st = drv_.malloc(device_, bytes, ptr);
     if (st == OUT_OF_MEMORY && fallback_bytes(r, bytes, 0, ALIGNMENT) != 0) {
-        // no synchronize or trim is legal here to make room for a growing request's doubling: the
-        // request alone (the cache's best fit, or a buffer of its own size)
+        // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
         driver_failed();
         st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
         if (st == OK) {
@@ -137,8 +135,7 @@ void pool_async::release_capture_cache(bool force) {
         gone = true;
     }
     if (gone) {
-        // the graphs captured with it are captured again; observe alone may not say so, since
-        // the device pool, every context's, can grow meanwhile by more than went back here
+        // the graphs captured with it are captured again: the device pool may have grown meanwhile
         on_addresses_gone();
     }
     observe();
@@ -166,8 +163,7 @@ class pool_async::steps final : public recovery_steps {
         }
         return st;
     }
-    // the doubling was worth giving the unused memory back, not the retries that only wait: a
-    // growing request the device will not double takes its own size
+    // a growing request the device will not double takes its own size, before the retries that only wait
     status fall_back() override {
         const size_t alone = fallback_bytes(r_, *bytes_, 0, ALIGNMENT);
         if (alone == 0) {
@@ -179,11 +175,6 @@ class pool_async::steps final : public recovery_steps {
         }
         *bytes_ = alone;
         return st;
-    }
-    // a capture's allocations go to alloc_in_capture, never here
-    void refuse_in_capture() override {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture (%s)", p_.name(), to_mib(*bytes_),
-                     ggml_cpool_status_str(OUT_OF_MEMORY));
     }
     void report(status st) override {
         if (st == OUT_OF_MEMORY) {
@@ -225,8 +216,7 @@ status pool_async::take(const request & r, void ** ptr, size_t * actual) {
         hot_.hits++;
         return OK;
     }
-    // a buffer from the device: room first for every buffer out or cached to be held back (pinned,
-    // capturing, or the driver refused its free), which only the device's buffers add to
+    // a buffer from the device: room first for every buffer to be held back, which only these add to
     reserve_at_least(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
     if (!deferred_.empty()) {
         drain(); // what a capture held back goes first
@@ -308,8 +298,7 @@ bool pool_async::do_free(void * ptr, size_t actual) noexcept {
     live_.erase(ptr);
     auto captured = std::find(capture_out_.begin(), capture_out_.end(), ptr);
     if (captured != capture_out_.end()) {
-        // back to the capture cache: the next allocation of this capture may take it (the
-        // stream's order makes that safe), and the graphs captured with it keep it
+        // back to the capture cache, for this capture's next allocation; its graphs keep it
         capture_out_.erase(captured);
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return true;
@@ -331,8 +320,7 @@ bool pool_async::any_live(void ** ptr, size_t * size) const {
 }
 
 void pool_async::release(void * ptr, size_t actual) noexcept {
-    // a graph replays into it (once freed, a synchronize would let another context's stream take
-    // it), or a free now would be captured into the graph: hold it back
+    // a graph replays into it, or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing_as_declared() || !free_now(ptr, actual)) {
         deferred_.push_back({ ptr, actual }); // within the room alloc made
     }

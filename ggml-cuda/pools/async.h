@@ -39,14 +39,11 @@ class pool_async final : public pool {
   private:
     static constexpr size_t ALIGNMENT = 256; // what cudaMallocAsync guarantees
 
-    // reads the device pool's reserved memory; growth counts as a driver allocation (a miss),
-    // shrinkage as memory given back (the generation moves). `pending`: bytes of an allocation
-    // about to become live, which the device pool already holds
+    // reads the device pool's reserved memory: growth is a driver allocation, shrinkage memory given
+    // back; `pending`: bytes about to become live, which the device pool already holds
     bool observe(size_t pending = 0);
-    // The device pool holds at most headroom_pct_ above the most it has had in use: before an
-    // allocation its unused memory cannot serve, what would be beyond goes back; after an
-    // allocation that grew it anyway (fragmented), the same. The driver picks which unused memory
-    // goes back (the real one: whole unused chunks). `pending` as for observe
+    // the device pool holds at most headroom_pct_ above its peak use: what would be beyond goes back
+    // before an allocation its unused memory cannot serve, and after one that grew it anyway
     void make_room_within_headroom(size_t bytes);
     void keep_within_headroom(size_t pending);
     void trim_down_to(size_t keep, size_t pending);
@@ -62,8 +59,7 @@ class pool_async final : public pool {
     class capture_wait;
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
     status take(const request & r, void ** ptr, size_t * actual);
-    // an allocation while the stream is capturing: from the capture cache (best fit), else a
-    // buffer of its own outside the graph
+    // an allocation while the stream captures: the capture cache's best fit, else a buffer of its own
     status alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
     void   release_capture_cache(bool force = false);
@@ -83,11 +79,9 @@ class pool_async final : public pool {
     reuse_cache         reuse_;
     static_assert(sizeof(live_set) + sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
                   "the record, capture_out_ and the reuse cache's count and total share a line");
-    // freed by the caller but not yet given to the driver: a graph still uses it, the stream was
-    // capturing (a free there would be captured) or the driver refused it
+    // freed but not yet the driver's: a graph still uses it, the stream captured, or the driver refused
     std::vector<deferred> deferred_;
-    // the capture cache: buffers outside the device pool and outside any graph, for the
-    // allocations of a capture (the cached ones here; those out in capture_out_)
+    // the capture cache: buffers outside the device pool and any graph, for a capture's allocations
     std::vector<deferred> capture_cache_;
     size_t                capture_bytes_ = 0; // all of them, cached or out
 

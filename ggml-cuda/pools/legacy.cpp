@@ -80,8 +80,7 @@ size_t pool_legacy::take_growing(const request & r) {
     if (i == end()) {
         i = best_fit(r.size, use::cached);
     }
-    // a cached buffer larger than the request's miss would take was made for another request (a
-    // weight's dequantization): it goes back to the ordinary cache once freed, for that request
+    // a larger cached buffer was made for another request: it goes back to the ordinary cache once freed
     if (i != end()) {
         const bool kept = buffers_[i].state == use::growth ||
                           buffers_[i].size <= miss_bytes(r, LOOK_AHEAD_DIVISOR, ROUNDING);
@@ -203,17 +202,15 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
 }
 
 status pool_legacy::reclaim(size_t bytes, void ** ptr, const char ** how) {
-    // queued kernels may still use cached buffers: let them finish before any goes back; it also
-    // lets other streams' frees land. The pool's stream, not the device: a device-wide
-    // synchronize would break a graph capture that another context runs on this device
+    // queued kernels may still use cached buffers, and other streams' frees land; the stream, since a
+    // device-wide synchronize would break another context's capture
     status st = synchronize();
     if (st != OK) {
         driver_failed(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed",
                       ggml_cpool_status_str(st));
         return st;
     }
-    // a retry once `after` (its line's words) went back; the flush below, or the caller, says what
-    // follows a refusal
+    // a retry once `after` (its line's words) went back; the flush, or the caller, says what follows
     auto retried = [&](const char * after) {
         if (drv_.malloc(device_, bytes, ptr) == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded%s", name(), after);
@@ -271,8 +268,7 @@ bool pool_legacy::release(size_t i) {
 }
 
 size_t pool_legacy::release_oldest(size_t target, scope which) {
-    // oldest stamp first, by a scan per buffer: no allocation, so this also serves destruction.
-    // Stamps are unique, so `after` steps over the buffers the driver refused
+    // oldest first, a scan per buffer: no allocation, so this serves destruction too; `after` skips refusals
     size_t   freed = 0;
     uint64_t after = 0;
     while (freed < target) {

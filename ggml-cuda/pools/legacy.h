@@ -66,8 +66,7 @@ class pool_legacy final : public pool {
         uint64_t last_use; // the clock when it was last handed out or cached
         use      state;
     };
-    // what release_oldest may give back: ordinary cached buffers no graph pins (the headroom
-    // rule); the reserve's too (out-of-memory recovery, trim); every one (destruction)
+    // what release_oldest gives back: unpinned ordinary buffers (headroom); the reserve's too; all
     enum class scope { ordinary, unpinned, everything };
     class steps; // the rungs of the out-of-memory ladder for one miss
 
@@ -94,8 +93,7 @@ class pool_legacy final : public pool {
     // cached buffers in `which`, least recently used first, until `target` bytes went back
     size_t              release_oldest(size_t target, scope which);
 
-    // An outgrown buffer's stamp counts up from 0, every other one from FIRST_USE: outgrown
-    // buffers go back first, since nothing asks for them again
+    // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
 
     // what a hit reads, on a line of its own

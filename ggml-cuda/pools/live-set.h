@@ -3,6 +3,7 @@
 // addressing, linear probing, deletion by backward shift). Only reserve() allocates, before a
 // buffer is handed out: insert and erase never do, so a free cannot fail for want of host memory.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -60,14 +61,10 @@ class live_set {
 
     // one entry (false: the set is empty)
     bool first(void ** ptr, size_t * size) const {
-        for (const cell & c : cells_) {
-            if (c.ptr != nullptr) {
-                *ptr  = const_cast<void *>(c.ptr);
-                *size = c.size;
-                return true;
-            }
-        }
-        return false;
+        auto c = std::find_if(cells_.begin(), cells_.end(), [](const cell & x) { return x.ptr != nullptr; });
+        *ptr   = c != cells_.end() ? const_cast<void *>(c->ptr) : nullptr;
+        *size  = c != cells_.end() ? c->size : 0;
+        return c != cells_.end();
     }
 
   private:

@@ -15,9 +15,9 @@ constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line say
 
 // every live pool, and the setting observe_all gave them last
 struct observed_registry {
-    std::mutex mutex;
-    pool *     head = nullptr;
-    bool       on   = false;
+    std::mutex          mutex;
+    std::vector<pool *> pools;
+    bool                on = false;
 };
 
 observed_registry & registry() {
@@ -34,28 +34,21 @@ pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
     hot_.kind                     = kind;
     observed_registry &         r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    next_ = r.head;
-    if (next_ != nullptr) {
-        next_->prev_ = this;
-    }
-    r.head = this;
+    r.pools.push_back(this);
     hot_.observed.store(r.on, std::memory_order_relaxed);
 }
 
 pool::~pool() {
     observed_registry &         r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    (prev_ != nullptr ? prev_->next_ : r.head) = next_;
-    if (next_ != nullptr) {
-        next_->prev_ = prev_;
-    }
+    r.pools.erase(std::find(r.pools.begin(), r.pools.end(), this));
 }
 
 void pool::observe_all(bool on) {
     observed_registry &         r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     r.on = on;
-    for (pool * p = r.head; p != nullptr; p = p->next_) {
+    for (pool * p : r.pools) {
         p->hot_.observed.store(on, std::memory_order_relaxed);
     }
 }

@@ -76,8 +76,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // return what is cached to the driver
     virtual status                      trim() = 0;
 
-    // whether the C API times and traces this pool's calls (trace.h): a flag on the line every call
-    // reads anyway; the tracer sets every live pool's, and a pool starts with the latest setting
+    // whether the C API times and traces this pool's calls (trace.h), on the line every call reads
     bool        observed() const { return hot_.observed.load(std::memory_order_relaxed); }
     static void observe_all(bool on);
 
@@ -87,8 +86,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // what a one-shot fault asks before it fires (driver.h)
     size_t           reclaimable() const override { return cached_bytes(); }
 
-    // moves the pool to another stream once the current one has finished with its buffers;
-    // UNSUPPORTED while the current one is capturing a graph
+    // moves the pool to another stream once the current one is done; UNSUPPORTED while it captures
     status          set_stream(stream_t stream);
     stream_t        stream() const { return stream_; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
@@ -100,8 +98,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // for traces and timing (trace.h): the driver calls so far, and time spent in this pool's calls
     uint64_t        driver_calls() const { return drv_.calls(); }
     void            add_call_ns(uint64_t ns) { stats_.call_ns += ns; }
-    // pin mode: buffers handed out between pin_begin and pin_end belong to `graph` until
-    // pin_release; reclaim, flush and trim never give a pinned buffer back to the driver
+    // pin mode: buffers handed out between pin_begin and pin_end are `graph`'s until pin_release,
+    // and never go back to the driver before
     void            pin_begin(uint64_t graph);
     void            pin_end() { pin_begin(0); }
     void            pin_release(uint64_t graph);
@@ -131,7 +129,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // the stream is about to change: what is queued for the old one goes there first
     virtual void                  on_stream_change() {}
 
-    // the request and 1/look_ahead of it more (0: nothing more), rounded up to `rounding`
+    // the request and 1/look_ahead of it more (0: nothing), rounded up to `rounding`
     static size_t with_look_ahead(const request & r, size_t look_ahead, size_t rounding) {
         return round_up(r.size + (look_ahead != 0 ? r.size / look_ahead : 0), rounding);
     }
@@ -144,9 +142,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
         const size_t doubled = OVERALLOCATE_FACTOR * r.size;
         return round_up(r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled, rounding);
     }
-    // after the driver refused `refused` bytes for a request: the next smaller size to ask for,
-    // the request with its look-ahead, then the request alone (0: none is smaller). The doubling
-    // and the look-ahead only spare later misses: they give way before the request fails
+    // after the driver refused `refused` bytes: the next smaller size to ask for, the request with its
+    // look-ahead, then alone (0: none); the doubling and look-ahead give way before the request fails
     static size_t fallback_bytes(const request & r, size_t refused, size_t look_ahead, size_t rounding) {
         const size_t ahead = with_look_ahead(r, look_ahead, rounding);
         const size_t exact = round_up(r.size, rounding);
@@ -154,8 +151,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     }
     // one line: `refused` bytes were refused for a request of `size`, which took `taken` instead
     void   log_fallback(size_t refused, size_t taken, size_t size) const;
-    // after the driver refused an allocation for want of memory: the out-of-memory ladder
-    // (recovery.h) over this pool's rungs; the status the caller gets
+    // the out-of-memory ladder (recovery.h) over this pool's rungs: the status the caller gets
     status climb(recovery_steps & steps);
     // the ladder's wait alone (recovery.h)
     status wait_for_memory(recovery_steps & steps);
@@ -177,18 +173,15 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // bytes the driver took back
     void on_released(size_t bytes);
 
-    // frees what is live at destruction (the owner forgot it), with one line, so nothing reaches
-    // the driver's leak list
+    // frees what is live at destruction (the owner forgot it), with one line
     void release_live();
 
     bool      pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
     uintptr_t pinned_top() const;
-    // whether the context's stream is being captured into a graph: no synchronize and no free
-    // then (both are illegal during capture and would invalidate it)
+    // whether the stream is capturing a graph: no synchronize and no free then (they would break it)
     bool      capturing();
-    // the same on a hit path: as the consumer declared it, where it did (declare_capture), which
-    // spares the driver's query; what may synchronize or free asks capturing()
+    // the same as the consumer declared it, where it did, sparing the driver's query on a hit path
     bool      capturing_as_declared() {
              return (hot_.flags & DECLARED) != 0 ? (hot_.flags & DECLARED_CAPTURING) != 0 : capturing();
     }
@@ -230,8 +223,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
     // the line of a free the kind refused
     GCP_COLD status reject_free(const void * ptr, size_t actual) const;
-    // in pin mode: pins a buffer just handed out; may throw, and then the buffer went back and the
-    // call hands nothing out (hits: the count before the call, which it had raised)
+    // in pin mode: pins a buffer just handed out; may throw, once the buffer went back (hits: the
+    // count before the call)
     GCP_COLD void   pin_new(void ** ptr, size_t * actual, uint64_t hits);
 
     struct pin {
@@ -242,9 +235,6 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     std::unordered_map<const void *, pin>             pins_;
     std::unordered_map<uint64_t, std::vector<void *>> graphs_; // graph -> buffers it pinned
     mutable char                                      name_[32] = {};
-    // the live pools, for observe_all
-    pool *                                            prev_ = nullptr;
-    pool *                                            next_ = nullptr;
 };
 
 template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {

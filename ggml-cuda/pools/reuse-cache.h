@@ -45,8 +45,7 @@ class reuse_cache {
         return true;
     }
 
-    // keeps b when it is small enough (false: the caller frees it); the oldest buffers beyond the
-    // bounds go to evict(buffer)
+    // keeps b when it is small enough (false: the caller frees it); the oldest past the bounds go to evict
     template <typename Evict> bool put(buffer b, Evict && evict) {
         if (b.size > MAX_BUFFER) {
             return false;
@@ -76,8 +75,7 @@ class reuse_cache {
         count_--;
     }
 
-    // the count and the total first, with the async pool's hot fields; the buffers follow, in the
-    // object, so a buffer comes back with no allocation
+    // the count and total first, with the pool's hot fields; the buffers in the object, so a free never allocates
     uint32_t count_ = 0;
     uint32_t bytes_ = 0; // at most MAX_BYTES and one MAX_BUFFER
     static_assert(MAX_BYTES + MAX_BUFFER <= UINT32_MAX, "the total fits bytes_");

@@ -94,12 +94,10 @@ bool pool_vmm::release_orphans() {
 }
 
 status pool_vmm::grow(size_t bytes) {
-    // the records this growth may need, made before the driver is asked: a chunk it maps, or an
-    // orphan it leaves, and room for every chunk to become an orphan later
+    // the records it may need, before the driver is asked: a chunk or an orphan, and every chunk's orphan
     reserve_at_least(chunks_, chunks_.size() + 1);
     reserve_at_least(orphans_, orphans_.size() + chunks_.size() + 1);
-    // a mapping left over from a failed growth still occupies the range where this one goes;
-    // undoing it unmaps, which waits until no graph is being captured
+    // a mapping a failed growth left occupies the range here; undoing it waits for any capture to end
     const bool capture = capturing();
     const bool blocked = std::any_of(orphans_.begin(), orphans_.end(), [](const orphan & o) { return o.mapped; });
     if (blocked && (capture || !release_orphans())) {
@@ -168,8 +166,7 @@ class pool_vmm::steps final : public recovery_steps {
 
     status retry() override { return p_.grow(growth_); }
     size_t asking() const override { return round_up(growth_, p_.granularity_); }
-    // one retry once the stream's work (and other streams' frees) has landed, for a failure that
-    // has passed by then
+    // one retry once the stream's work, and other streams' frees, landed
     status reclaim() override {
         GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", p_.name(), to_mib(growth_));
         status st = p_.synchronize();
@@ -216,9 +213,7 @@ status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * act
             return st;
         }
     }
-    // a growing request whose doubling the range or the device refuses is served as one that does
-    // not grow (a hole, the top, a growth): nothing is cached to free for the doubling, so before
-    // the retries that only wait
+    // a growing request whose doubling is refused takes its own size, before the retries that only wait
     const bool doubled = fallback_bytes(r, bytes, 0, ALIGNMENT) != 0;
     const auto alone   = [&] {
         status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
@@ -268,8 +263,7 @@ std::vector<pool_vmm::block>::iterator pool_vmm::live_block(const void * ptr) {
 }
 
 bool pool_vmm::do_free(void * ptr, size_t actual) noexcept {
-    // ggml frees in the reverse order it allocates: the top block, on this line, without a search
-    // (with no hole below it, which would then be on top)
+    // ggml's free, of the top block with no hole below it: on this line, without a search
     if (GCP_LIKELY(s_.top_size != 0 && actual == s_.top_size && s_.holes == 0 &&
                    reinterpret_cast<uintptr_t>(ptr) == s_.base + s_.used - actual)) {
         s_.used -= actual;

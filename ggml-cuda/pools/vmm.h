@@ -44,9 +44,8 @@ class pool_vmm final : public pool {
         size_t size;
         bool   freed;
     };
-    // physical memory the driver would not take back yet: retried before growth, at trim and at
-    // destruction, so a transient driver failure leaks nothing. grow keeps room for every chunk to
-    // become one, so unmapping never needs host memory
+    // physical memory the driver would not take back yet, retried at growth, trim and destruction;
+    // grow keeps room for every chunk to become one, so unmapping needs no host memory
     struct orphan {
         size_t     offset;
         size_t     size;
@@ -81,8 +80,8 @@ class pool_vmm final : public pool {
         size_t             used   = 0; // the top, an offset from base: the top block ends there
         size_t             mapped = 0;
         size_t             holes  = 0;
-        // the top block's size, held here rather than in the list (0: the list's last block is the
-        // top, if any), so that ggml's alloc and free touch no line of the list
+        // the top block's size, here rather than in the list, so ggml's pair reads no line of the list
+        // (0: the list's last block is the top, if any)
         size_t             top_size = 0;
         std::vector<block> blocks; // ascending offsets, but the top block; a freed one is a hole
     };

@@ -30,8 +30,7 @@ warm_record & warm_record::instance() {
 void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
-    // room for this device's entry before anything changes: past this line nothing throws, so
-    // the count is never left raised by a pool that was not created
+    // room for this device's entry first: past it nothing throws, so no failed pool leaves the count raised
     reserve_at_least(devices_, devices_.size() + 1);
     handles_++;
     for (const entry & e : devices_) {
