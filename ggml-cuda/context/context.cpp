@@ -42,7 +42,7 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     }
     std::unique_ptr<context> b(new context(params, std::move(drv)));
     b->no_vmm_ = NO_VMM_BUILD;
-    status st  = env_no_vmm(&b->no_vmm_);
+    status st  = env_flag(GGML_CPOOL_OPTION_NO_VMM, &b->no_vmm_);
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }

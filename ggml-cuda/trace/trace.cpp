@@ -258,7 +258,7 @@ status init_from_env() {
     static const outcome once = [] {
         outcome r;
         bool    timing = false;
-        r.st           = env_timing(&timing);
+        r.st           = env_flag(GGML_CPOOL_OPTION_TIMING, &timing);
         if (r.st != OK) {
             r.what = std::string(option_name(GGML_CPOOL_OPTION_TIMING)) + "=" + option_text(GGML_CPOOL_OPTION_TIMING);
             return r;
