@@ -5,11 +5,11 @@
 // every pool.
 
 #include "../drivers/driver.h"
-#include "graph-pins.h"
 #include "../pools/pool.h"
 #include "stream-slots.h"
 
 #include <memory>
+#include <vector>
 
 namespace gcp {
 
@@ -46,8 +46,10 @@ class context {
 
     ggml_cpool_ctx_params   params_;
     std::shared_ptr<driver> drv_;
-    stream_slots            slots_; // after drv_, which it uses
-    graph_pins              pins_;
+    stream_slots            slots_;          // after drv_, which it uses
+    uint64_t                pinning_    = 0; // the open graph, which a pool made now joins; 0 when none is open
+    uint64_t                next_graph_ = 1;
+    std::vector<uint64_t>   graphs_; // pinned, not released
     ggml_cpool_kind         env_kind_     = GGML_CPOOL_KIND_AUTO;
     bool                    no_vmm_       = false;
     bool                    guard_logged_ = false;
