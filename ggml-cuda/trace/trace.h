@@ -71,15 +71,9 @@ status observe(pool & p, op o, uint64_t size, uint64_t flags, void * const * ptr
     const uint64_t ns   = now_ns() - t0;
     p.add_call_ns(ns);
     if (rec) {
-        call c{ o, st, t0, ns, p.driver_calls() - drv0 };
-        c.size   = size;
-        c.flags  = flags;
-        c.ptr    = ptr ? uint64_t(reinterpret_cast<uintptr_t>(*ptr)) : NO;
-        c.actual = actual && (o != op::alloc || st == OK) ? uint64_t(*actual) : NO;
-        if (o == op::alloc && st != OK) {
-            c.ptr = NO;
-        }
-        record(p, c);
+        const bool kept = o != op::alloc || st == OK; // a refused alloc returns no pointer or size
+        record(p, { o, st, t0, ns, p.driver_calls() - drv0, size, flags, actual && kept ? uint64_t(*actual) : NO,
+                    ptr && kept ? uint64_t(reinterpret_cast<uintptr_t>(*ptr)) : NO });
     }
     return st;
 }
