@@ -32,16 +32,17 @@ template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
     }
 }
 
-// runs a context's call; while a trace records, hands what it did to `record` (pool calls are
-// observed by trace::observe instead)
-template <typename F, typename R> ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
+// runs a context's call behind the wall; while a trace records, hands what it did to `record`
+// (pool calls are observed by trace::observe instead)
+template <typename F, typename R>
+ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
     if (!trace::recording()) {
-        return run();
+        return guarded(fn, run);
     }
     std::shared_ptr<gcp::driver> drv  = ctx->driver.ref.drv; // ctx_free destroys the context
     const uint64_t               drv0 = drv->calls();
     const uint64_t               t0   = trace::now_ns();
-    ggml_cpool_status            st   = run();
+    ggml_cpool_status            st   = guarded(fn, run);
     trace::call                  c{ o, st, t0, trace::now_ns() - t0, drv->calls() - drv0 };
     record(c);
     return st;
@@ -150,13 +151,11 @@ void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
         return;
     }
     auto run = [&] {
-        return guarded(__func__, [&] {
-            delete ctx;
-            return GGML_CPOOL_STATUS_OK;
-        });
+        delete ctx;
+        return GGML_CPOOL_STATUS_OK;
     };
     const uint64_t id = trace::recording() ? trace::context_id(ctx) : 0; // its name in the trace, once it is gone
-    ctx_call(ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
+    ctx_call(__func__, ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out) {
@@ -165,14 +164,12 @@ ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device,
     }
     *out     = nullptr;
     auto run = [&] {
-        return guarded(__func__, [&] {
-            gcp::pool *       p  = nullptr;
-            ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
-            *out                 = reinterpret_cast<ggml_cpool_t>(p);
-            return st;
-        });
+        gcp::pool *       p  = nullptr;
+        ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
+        *out                 = reinterpret_cast<ggml_cpool_t>(p);
+        return st;
     };
-    return ctx_call(ctx, trace_op::get_pool, run,
+    return ctx_call(__func__, ctx, trace_op::get_pool, run,
                     [&](trace::call & c) { trace::record_get_pool(ctx, device, slot, as_pool(*out), c); });
 }
 
@@ -230,8 +227,8 @@ ggml_cpool_status ggml_cpool_ctx_pin_begin(ggml_cpool_ctx_t ctx, uint64_t * grap
     if (ctx == nullptr || graph == nullptr) {
         return null_arg(__func__, ctx ? "graph" : "ctx");
     }
-    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); }); };
-    return ctx_call(ctx, trace_op::pin_begin, run, [&](trace::call & c) {
+    auto run = [&] { return ctx->impl->pin_begin(graph); };
+    return ctx_call(__func__, ctx, trace_op::pin_begin, run, [&](trace::call & c) {
         c.actual = c.st == GGML_CPOOL_STATUS_OK ? *graph : trace::NO;
         trace::record(ctx, c);
     });
@@ -241,16 +238,16 @@ ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return ctx_call(
-        ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); }, [&](trace::call & c) { trace::record(ctx, c); });
+    auto run = [&] { return ctx->impl->pin_end(); };
+    return ctx_call(__func__, ctx, trace_op::pin_end, run, [&](trace::call & c) { trace::record(ctx, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_release(graph); }); };
-    return ctx_call(ctx, trace_op::pin_release, run, [&](trace::call & c) {
+    auto run = [&] { return ctx->impl->pin_release(graph); };
+    return ctx_call(__func__, ctx, trace_op::pin_release, run, [&](trace::call & c) {
         c.size = graph;
         trace::record(ctx, c);
     });
