@@ -96,16 +96,10 @@ int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
 }
 
 ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
-    ggml_cpool_ctx_params p = {};
-    p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
-    p.sim                   = nullptr;
-    p.driver                = nullptr;
-    for (ggml_cpool_kind & k : p.kind) {
-        k = GGML_CPOOL_KIND_AUTO;
-    }
-    p.vmm_reserve     = gcp::DEFAULT_VMM_RESERVE;
-    p.vmm_peer_access = 0;
-    p.headroom_pct    = gcp::DEFAULT_HEADROOM_PCT;
+    static_assert(GGML_CPOOL_DRIVER_CUDA == 0 && GGML_CPOOL_KIND_AUTO == 0, "zero is the default");
+    ggml_cpool_ctx_params p = {}; // the CUDA driver, AUTO kinds, no peer access, streams or wait
+    p.vmm_reserve           = gcp::DEFAULT_VMM_RESERVE;
+    p.headroom_pct          = gcp::DEFAULT_HEADROOM_PCT;
     return p;
 }
 
@@ -120,14 +114,10 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
     }
     const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
     ggml_cpool_status st = guarded(__func__, [&] {
-        ggml_cpool_ctx_params p = params ? *params : ggml_cpool_ctx_default_params();
-        gcp::driver_ref       ref;
-        ggml_cpool_status     st = GGML_CPOOL_STATUS_OK;
-        if (p.driver != nullptr) {
-            ref = p.driver->ref;
-        } else {
-            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
-        }
+        ggml_cpool_ctx_params         p   = params ? *params : ggml_cpool_ctx_default_params();
+        gcp::driver_ref               ref = p.driver ? p.driver->ref : gcp::driver_ref{};
+        ggml_cpool_status             st  = p.driver ? GGML_CPOOL_STATUS_OK :
+                                                       gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
         std::unique_ptr<gcp::context> b;
         if (st == GGML_CPOOL_STATUS_OK) {
             st = gcp::apply_env_faults(&ref);
