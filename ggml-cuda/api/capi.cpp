@@ -195,14 +195,7 @@ ggml_cpool_status ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, i
 }
 
 void ggml_cpool_quarantine_stats(size_t * bytes, size_t * pools) {
-    size_t b = 0, n = 0;
-    gcp::quarantine::instance().totals(&b, &n);
-    if (bytes) {
-        *bytes = b;
-    }
-    if (pools) {
-        *pools = n;
-    }
+    gcp::quarantine::instance().totals(bytes, pools);
 }
 
 ggml_cpool_status ggml_cpool_quarantine_release(void) {

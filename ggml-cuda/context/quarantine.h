@@ -21,6 +21,7 @@ class quarantine {
 
     // keeps p (and the driver it uses) and says why, once
     void   admit(std::unique_ptr<pool> p, std::shared_ptr<driver> drv, const char * why);
+    // what it keeps; either may be null
     void   totals(size_t * bytes, size_t * pools) const;
     // frees every pool whose device synchronizes; the first failure's status, else OK
     status release();
