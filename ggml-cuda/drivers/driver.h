@@ -26,11 +26,6 @@ enum class call : int {
 
 constexpr size_t CALL_KINDS = size_t(call::COUNT);
 
-// what a call takes from the device (the table's third column)
-enum class takes { NOTHING, RESOURCE, MEMORY };
-
-takes call_takes(call c);
-
 // what a pool could give back if a driver call it makes were refused; a one-shot fault asks
 class reclaimer {
   public:
@@ -82,7 +77,9 @@ class driver {
 
     // virtual memory management, where vmm_supported(device)
     bool   vmm_supported(int device) const { return prims_->vmm(device) != nullptr; }
-    size_t vmm_granularity(int device) const;
+    size_t vmm_granularity(int device) const {
+        return vmm_supported(device) ? prims_->vmm(device)->granularity(device) : 0;
+    }
     status vmm_reserve(int device, size_t size, uintptr_t * addr) {
         return run_vmm(call::VMM_RESERVE, device, size,
                        [&](vmm_primitives & v) { return v.reserve(device, size, addr); });
