@@ -2,9 +2,8 @@
 // capabilities; their virtual memory in drivers/cuda-vmm.cpp, their stream-ordered pool in
 // drivers/cuda-async.cpp.
 
-#include "cuda.h"
-
 #include "cuda-impl.h"
+#include "factory.h"
 #include "../support/log.h"
 
 #include <vector>

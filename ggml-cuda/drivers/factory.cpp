@@ -5,10 +5,6 @@
 #include "../support/env.h"
 #include "../support/log.h"
 
-#ifdef GGML_CPOOL_HAVE_CUDA
-#    include "cuda.h"
-#endif
-
 namespace gcp {
 
 status make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out) {

@@ -23,6 +23,9 @@ struct driver_ref {
 // a driver of the given kind (a ggml_cpool_driver_kind, read with raw_enum), or a status and a
 // log line saying why not; sim: the sim driver's parameters, nullptr for its defaults
 status     make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out);
+// the real device's primitives (cuda.cpp, in a build with CUDA), of every visible device;
+// UNSUPPORTED with a log line when none is visible
+status     make_cuda_primitives(std::shared_ptr<device_primitives> * out);
 // a fault driver over inner, armed with spec; may throw std::bad_alloc
 driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec);
 // wraps *ref in a fault driver when GGML_CUDA_POOL_FAULT is set; a malformed spec fails
