@@ -19,8 +19,7 @@ gcp::pool * as_pool(ggml_cpool_t p) {
     return reinterpret_cast<gcp::pool *>(p);
 }
 
-// f(the pool as its kind's class): a kind's do_alloc and do_free are then called directly, where a
-// virtual call would read the vtable's line too
+// f(the pool as its kind's class), so that its do_alloc and do_free are called without a vtable read
 template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
     switch (as_pool(p)->kind()) {
         case GGML_CPOOL_KIND_VMM:
@@ -48,8 +47,7 @@ ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F 
     return st;
 }
 
-// the pool calls while tracing or timing is on: out of line, so that the calls made while both are
-// off stay as short as they were (one load and one branch more)
+// the pool calls while tracing or timing is on, out of line so that the usual calls stay short
 GCP_COLD ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
                                           size_t limit = 0) {
     return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {

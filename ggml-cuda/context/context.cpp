@@ -68,8 +68,7 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
-    // every other row too, whoever reads it later (the logger, the llama.cpp adapter, the PyTorch
-    // library): a value no row takes is refused wherever the module is created
+    // every other row too, whoever reads it later: a bad value is refused wherever the module is created
     if (st == OK) {
         st = check_options(reading::check);
     }

@@ -1,8 +1,6 @@
 #pragma once
-// A context (ggml_cpool_ctx in the C API; one per ggml backend context). Picks each device's pool kind and owns one pool per (device,
-// consumer stream slot), created on first use on that slot's stream (stream-slots.h). Memory one
-// context frees is never handed to another; destroying the context gives back, or quarantines,
-// every pool.
+// A context (ggml_cpool_ctx; one per ggml backend context): a pool per (device, stream slot), of a
+// kind it picks, made on first use. Memory one context frees is never handed to another.
 
 #include "../drivers/driver.h"
 #include "../pools/pool.h"
@@ -23,9 +21,8 @@ class context {
     // reads the environment once; a malformed variable fails creation
     static status create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
                          std::unique_ptr<context> * out);
-    // every pool's stream is synchronized before its memory goes back, whatever device is
-    // current; what a live graph still pins, or what sits behind a stream whose synchronize
-    // failed, goes to the quarantine instead
+    // every pool's stream is synchronized before its memory goes back; what a live graph still
+    // pins, or what sits behind a stream whose synchronize failed, goes to the quarantine instead
     ~context();
 
     status get_pool(int device, int slot, pool ** out);

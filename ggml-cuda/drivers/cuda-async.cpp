@@ -1,6 +1,5 @@
-// The cuda driver is a driver over cuda_primitives: their stream-ordered pool here
-// (cuda_mempool). cudaMallocAsync / cudaFreeAsync from each device's default memory pool, and
-// that pool's attributes. HIP builds compile it out.
+// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes.
+// HIP builds compile it out.
 
 #include "cuda-impl.h"
 

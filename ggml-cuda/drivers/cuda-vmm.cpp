@@ -1,6 +1,5 @@
-// The cuda driver is a driver over cuda_primitives: their virtual memory here (cuda_vmm).
-// cuMem* calls reached through the runtime's entry-point query on CUDA (so nothing links
-// libcuda), linked directly on HIP.
+// cuda_primitives' virtual memory: cuMem* calls reached through the runtime's entry-point query on
+// CUDA (nothing links libcuda), linked directly on HIP.
 
 #include "cuda-impl.h"
 

@@ -1,6 +1,5 @@
-// The cuda driver is a driver over cuda_primitives, defined here: device memory, streams and
-// capabilities; their virtual memory in drivers/cuda-vmm.cpp, their stream-ordered pool in
-// drivers/cuda-async.cpp.
+// cuda_primitives: device memory, streams and capabilities (virtual memory in cuda-vmm.cpp, the
+// stream-ordered pool in cuda-async.cpp).
 
 #include "cuda-impl.h"
 #include "factory.h"

@@ -1,8 +1,5 @@
 #pragma once
-// Where drivers come from: a driver of a kind (over cuda_primitives or sim_primitives), a fault
-// driver over any driver, and the fault driver GGML_CUDA_POOL_FAULT asks every context for. A
-// driver_ref keeps, next to the driver, the parts the testing calls reach
-// (ggml-cuda-pool-testing.h), typed.
+// Where drivers come from: a driver of a kind (cuda or sim), and a fault driver over any driver.
 
 #include "driver.h"
 #include "../support/fault-spec.h"
@@ -14,6 +11,7 @@ namespace gcp {
 class sim_primitives;
 class fault_driver;
 
+// the driver, and the parts of it the testing calls (ggml-cuda-pool-testing.h) reach, typed
 struct driver_ref {
     std::shared_ptr<driver> drv;
     sim_primitives *        sim   = nullptr; // the primitives below, when it is the sim driver

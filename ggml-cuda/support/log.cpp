@@ -85,8 +85,7 @@ void log(ggml_cpool_log_level level, const char * fmt, ...) {
 }
 
 ggml_cpool_log_level log_threshold() {
-    // quiet: the logger may be the one asking. A malformed level is warn here, and is refused with
-    // its line where a context is created (context::create)
+    // quiet: the logger may be asking; a malformed level is warn here, refused at context creation
     option_value         v;
     ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
     if (read_option(GGML_CPOOL_OPTION_LOG, &v, reading::quiet) == OK && v.set) {
