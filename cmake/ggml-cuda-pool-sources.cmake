@@ -8,8 +8,6 @@ set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/api/capi.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/api/capi-options.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/context.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/context/graph-pins.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/context/pool-factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/quarantine.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/stream-slots.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/trace/trace.cpp

@@ -1,5 +1,4 @@
-// The C ABI of the options table (ggml-cuda-pool.h): the module's one reader of the environment
-// (env.h), for the integrations, which see only the public headers.
+// The C ABI of the options table (ggml-cuda-pool.h), for the integrations, which see only the public headers.
 
 #include "capi.h"
 #include "../support/env.h"

@@ -19,8 +19,7 @@ gcp::pool * as_pool(ggml_cpool_t p) {
     return reinterpret_cast<gcp::pool *>(p);
 }
 
-// f(the pool as its kind's class): a kind's do_alloc and do_free are then called directly, where a
-// virtual call would read the vtable's line too
+// f(the pool as its kind's class), so that its do_alloc and do_free are called without a vtable read
 template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
     switch (as_pool(p)->kind()) {
         case GGML_CPOOL_KIND_VMM:
@@ -32,23 +31,23 @@ template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
     }
 }
 
-// runs a context's call; while a trace records, hands what it did to `record` (pool calls are
-// observed by trace::observe instead)
-template <typename F, typename R> ggml_cpool_status ctx_call(ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
+// runs a context's call behind the wall; while a trace records, hands what it did to `record`
+// (pool calls are observed by trace::observe instead)
+template <typename F, typename R>
+ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
     if (!trace::recording()) {
-        return run();
+        return guarded(fn, run);
     }
     std::shared_ptr<gcp::driver> drv  = ctx->driver.ref.drv; // ctx_free destroys the context
     const uint64_t               drv0 = drv->calls();
     const uint64_t               t0   = trace::now_ns();
-    ggml_cpool_status            st   = run();
+    ggml_cpool_status            st   = guarded(fn, run);
     trace::call                  c{ o, st, t0, trace::now_ns() - t0, drv->calls() - drv0 };
     record(c);
     return st;
 }
 
-// the pool calls while tracing or timing is on: out of line, so that the calls made while both are
-// off stay as short as they were (one load and one branch more)
+// the pool calls while tracing or timing is on, out of line so that the usual calls stay short
 GCP_COLD ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
                                           size_t limit = 0) {
     return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
@@ -95,16 +94,10 @@ int ggml_cpool_driver_device_count(ggml_cpool_driver_t driver) {
 }
 
 ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
-    ggml_cpool_ctx_params p = {};
-    p.driver_kind           = GGML_CPOOL_DRIVER_CUDA;
-    p.sim                   = nullptr;
-    p.driver                = nullptr;
-    for (ggml_cpool_kind & k : p.kind) {
-        k = GGML_CPOOL_KIND_AUTO;
-    }
-    p.vmm_reserve     = gcp::DEFAULT_VMM_RESERVE;
-    p.vmm_peer_access = 0;
-    p.headroom_pct    = gcp::DEFAULT_HEADROOM_PCT;
+    static_assert(GGML_CPOOL_DRIVER_CUDA == 0 && GGML_CPOOL_KIND_AUTO == 0, "zero is the default");
+    ggml_cpool_ctx_params p = {}; // the CUDA driver, AUTO kinds, no peer access, streams or wait
+    p.vmm_reserve           = gcp::DEFAULT_VMM_RESERVE;
+    p.headroom_pct          = gcp::DEFAULT_HEADROOM_PCT;
     return p;
 }
 
@@ -119,14 +112,10 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
     }
     const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
     ggml_cpool_status st = guarded(__func__, [&] {
-        ggml_cpool_ctx_params p = params ? *params : ggml_cpool_ctx_default_params();
-        gcp::driver_ref       ref;
-        ggml_cpool_status     st = GGML_CPOOL_STATUS_OK;
-        if (p.driver != nullptr) {
-            ref = p.driver->ref;
-        } else {
-            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
-        }
+        ggml_cpool_ctx_params         p   = params ? *params : ggml_cpool_ctx_default_params();
+        gcp::driver_ref               ref = p.driver ? p.driver->ref : gcp::driver_ref{};
+        ggml_cpool_status             st  = p.driver ? GGML_CPOOL_STATUS_OK :
+                                                       gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
         std::unique_ptr<gcp::context> b;
         if (st == GGML_CPOOL_STATUS_OK) {
             st = gcp::apply_env_faults(&ref);
@@ -150,13 +139,11 @@ void ggml_cpool_ctx_free(ggml_cpool_ctx_t ctx) {
         return;
     }
     auto run = [&] {
-        return guarded(__func__, [&] {
-            delete ctx;
-            return GGML_CPOOL_STATUS_OK;
-        });
+        delete ctx;
+        return GGML_CPOOL_STATUS_OK;
     };
     const uint64_t id = trace::recording() ? trace::context_id(ctx) : 0; // its name in the trace, once it is gone
-    ctx_call(ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
+    ctx_call(__func__, ctx, trace_op::ctx_free, run, [&](trace::call & c) { trace::record_ctx_free(id, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device, int slot, ggml_cpool_t * out) {
@@ -165,14 +152,12 @@ ggml_cpool_status ggml_cpool_ctx_get_slot_pool(ggml_cpool_ctx_t ctx, int device,
     }
     *out     = nullptr;
     auto run = [&] {
-        return guarded(__func__, [&] {
-            gcp::pool *       p  = nullptr;
-            ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
-            *out                 = reinterpret_cast<ggml_cpool_t>(p);
-            return st;
-        });
+        gcp::pool *       p  = nullptr;
+        ggml_cpool_status st = ctx->impl->get_pool(device, slot, &p);
+        *out                 = reinterpret_cast<ggml_cpool_t>(p);
+        return st;
     };
-    return ctx_call(ctx, trace_op::get_pool, run,
+    return ctx_call(__func__, ctx, trace_op::get_pool, run,
                     [&](trace::call & c) { trace::record_get_pool(ctx, device, slot, as_pool(*out), c); });
 }
 
@@ -208,14 +193,7 @@ ggml_cpool_status ggml_cpool_driver_stream_destroy(ggml_cpool_driver_t driver, i
 }
 
 void ggml_cpool_quarantine_stats(size_t * bytes, size_t * pools) {
-    size_t b = 0, n = 0;
-    gcp::quarantine::instance().totals(&b, &n);
-    if (bytes) {
-        *bytes = b;
-    }
-    if (pools) {
-        *pools = n;
-    }
+    gcp::quarantine::instance().totals(bytes, pools);
 }
 
 ggml_cpool_status ggml_cpool_quarantine_release(void) {
@@ -230,8 +208,8 @@ ggml_cpool_status ggml_cpool_ctx_pin_begin(ggml_cpool_ctx_t ctx, uint64_t * grap
     if (ctx == nullptr || graph == nullptr) {
         return null_arg(__func__, ctx ? "graph" : "ctx");
     }
-    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_begin(graph); }); };
-    return ctx_call(ctx, trace_op::pin_begin, run, [&](trace::call & c) {
+    auto run = [&] { return ctx->impl->pin_begin(graph); };
+    return ctx_call(__func__, ctx, trace_op::pin_begin, run, [&](trace::call & c) {
         c.actual = c.st == GGML_CPOOL_STATUS_OK ? *graph : trace::NO;
         trace::record(ctx, c);
     });
@@ -241,16 +219,16 @@ ggml_cpool_status ggml_cpool_ctx_pin_end(ggml_cpool_ctx_t ctx) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return ctx_call(
-        ctx, trace_op::pin_end, [&] { return ctx->impl->pin_end(); }, [&](trace::call & c) { trace::record(ctx, c); });
+    auto run = [&] { return ctx->impl->pin_end(); };
+    return ctx_call(__func__, ctx, trace_op::pin_end, run, [&](trace::call & c) { trace::record(ctx, c); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_pin_release(ggml_cpool_ctx_t ctx, uint64_t graph) {
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    auto run = [&] { return guarded(__func__, [&] { return ctx->impl->pin_release(graph); }); };
-    return ctx_call(ctx, trace_op::pin_release, run, [&](trace::call & c) {
+    auto run = [&] { return ctx->impl->pin_release(graph); };
+    return ctx_call(__func__, ctx, trace_op::pin_release, run, [&](trace::call & c) {
         c.size = graph;
         trace::record(ctx, c);
     });

@@ -1,7 +1,6 @@
 #pragma once
-// What the C ABI's two files share (capi.cpp, the consumer's calls; capi-testing.cpp, the calls
-// of ggml-cuda-pool-testing.h): the structures behind the opaque handles, and the wall that no
-// exception crosses.
+// What capi.cpp and testing/capi-testing.cpp share: the structures behind the opaque handles, and
+// the wall that no exception crosses.
 
 #include "../context/context.h"
 #include "../drivers/factory.h"

@@ -1,17 +1,40 @@
 #include "context.h"
 
+#include "../pools/async.h"
+#include "../pools/legacy.h"
+#include "../pools/vmm.h"
 #include "../support/env.h"
 #include "../support/log.h"
-#include "pool-factory.h"
 #include "quarantine.h"
+
+#include <algorithm>
 
 namespace gcp {
 
-#ifdef GGML_CUDA_NO_VMM
-constexpr bool NO_VMM_BUILD = true;
-#else
-constexpr bool NO_VMM_BUILD = false;
-#endif
+namespace {
+
+// a pool of a settled kind (not AUTO) on a device that has what it needs (VMM, a stream-ordered pool)
+std::unique_ptr<pool> make_pool(ggml_cpool_kind kind, const std::shared_ptr<driver> & drv, int device, stream_t stream,
+                                const ggml_cpool_ctx_params & params) {
+    std::unique_ptr<pool> p;
+    switch (kind) {
+        case GGML_CPOOL_KIND_VMM:
+            p = std::make_unique<pool_vmm>(*drv, device, stream, params.vmm_reserve, params.vmm_peer_access != 0);
+            break;
+        case GGML_CPOOL_KIND_ASYNC:
+            p = std::make_unique<pool_async>(drv, device, stream, params.headroom_pct);
+            break;
+        default:
+            // the plain kind is the legacy pool without the LRU step
+            p = std::make_unique<pool_legacy>(*drv, device, kind, stream,
+                                              pool_legacy::options{ kind == GGML_CPOOL_KIND_LEGACY,
+                                                                    params.headroom_pct });
+    }
+    p->set_wait_ms(params.wait_ms);
+    return p;
+}
+
+} // namespace
 
 context::context(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv) :
     params_(params),
@@ -41,21 +64,21 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
         }
     }
     std::unique_ptr<context> b(new context(params, std::move(drv)));
-    b->no_vmm_ = NO_VMM_BUILD;
-    status st  = env_no_vmm(&b->no_vmm_);
+    status                   st = env_flag(GGML_CPOOL_OPTION_NO_VMM, &b->no_vmm_);
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
-    // every other row too, whoever reads it later (the logger, the llama.cpp adapter, the PyTorch
-    // library): a value no row takes is refused wherever the module is created
+    // every other row too, whoever reads it later: a bad value is refused wherever the module is created
     if (st == OK) {
         st = check_options(reading::check);
     }
     if (st != OK) {
         return st;
     }
-    b->no_vmm_ = b->no_vmm_ || NO_VMM_BUILD;
-    *out       = std::move(b);
+#ifdef GGML_CUDA_NO_VMM
+    b->no_vmm_ = true;
+#endif
+    *out = std::move(b);
     return OK;
 }
 
@@ -89,27 +112,38 @@ uint64_t context::generation() const {
 }
 
 status context::pin_begin(uint64_t * graph) {
-    status st = pins_.begin(graph);
-    if (st == OK) {
-        slots_.each_pool([&](pool & p) { p.pin_begin(*graph); });
+    if (pinning_ != 0) {
+        GCP_LOG_ERROR("context: pin_begin while graph %llu is still open (call pin_end first)",
+                      (unsigned long long) pinning_);
+        return INVALID_ARGUMENT;
     }
-    return st;
+    graphs_.push_back(next_graph_); // may throw: nothing changed yet
+    pinning_ = next_graph_++;
+    *graph   = pinning_;
+    slots_.each_pool([&](pool & p) { p.pin_begin(*graph); });
+    return OK;
 }
 
 status context::pin_end() {
-    status st = pins_.end();
-    if (st == OK) {
-        slots_.each_pool([](pool & p) { p.pin_end(); });
+    if (pinning_ == 0) {
+        GCP_LOG_ERROR("context: pin_end without pin_begin");
+        return INVALID_ARGUMENT;
     }
-    return st;
+    pinning_ = 0;
+    slots_.each_pool([](pool & p) { p.pin_end(); });
+    return OK;
 }
 
 status context::pin_release(uint64_t graph) {
-    status st = pins_.release(graph);
-    if (st == OK) {
-        slots_.each_pool([&](pool & p) { p.pin_release(graph); });
+    auto it = std::find(graphs_.begin(), graphs_.end(), graph);
+    if (it == graphs_.end() || graph == pinning_) {
+        GCP_LOG_ERROR("context: pin_release of graph %llu, which is %s", (unsigned long long) graph,
+                      graph == pinning_ && graph != 0 ? "still open" : "not pinned here");
+        return INVALID_ARGUMENT;
     }
-    return st;
+    graphs_.erase(it);
+    slots_.each_pool([&](pool & p) { p.pin_release(graph); });
+    return OK;
 }
 
 status context::resolve_kind(int device, ggml_cpool_kind * kind) {
@@ -161,8 +195,8 @@ status context::get_pool(int device, int slot, pool ** out) {
             return st;
         }
         p = make_pool(kind, drv_, device, s, params_);
-        if (pins_.open() != 0) {
-            p->pin_begin(pins_.open());
+        if (pinning_ != 0) {
+            p->pin_begin(pinning_);
         }
         GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), kind_name(kind), slot);
     }

@@ -1,15 +1,13 @@
 #pragma once
-// A context (ggml_cpool_ctx in the C API; one per ggml backend context). Picks each device's pool kind and owns one pool per (device,
-// consumer stream slot), created on first use on that slot's stream (stream-slots.h). Memory one
-// context frees is never handed to another; destroying the context gives back, or quarantines,
-// every pool.
+// A context (ggml_cpool_ctx; one per ggml backend context): a pool per (device, stream slot), of a
+// kind it picks, made on first use. Memory one context frees is never handed to another.
 
 #include "../drivers/driver.h"
-#include "graph-pins.h"
 #include "../pools/pool.h"
 #include "stream-slots.h"
 
 #include <memory>
+#include <vector>
 
 namespace gcp {
 
@@ -23,9 +21,8 @@ class context {
     // reads the environment once; a malformed variable fails creation
     static status create(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv,
                          std::unique_ptr<context> * out);
-    // every pool's stream is synchronized before its memory goes back, whatever device is
-    // current; what a live graph still pins, or what sits behind a stream whose synchronize
-    // failed, goes to the quarantine instead
+    // every pool's stream is synchronized before its memory goes back; what a live graph still
+    // pins, or what sits behind a stream whose synchronize failed, goes to the quarantine instead
     ~context();
 
     status get_pool(int device, int slot, pool ** out);
@@ -46,8 +43,10 @@ class context {
 
     ggml_cpool_ctx_params   params_;
     std::shared_ptr<driver> drv_;
-    stream_slots            slots_; // after drv_, which it uses
-    graph_pins              pins_;
+    stream_slots            slots_;          // after drv_, which it uses
+    uint64_t                pinning_    = 0; // the open graph, which a pool made now joins; 0 when none is open
+    uint64_t                next_graph_ = 1;
+    std::vector<uint64_t>   graphs_; // pinned, not released
     ggml_cpool_kind         env_kind_     = GGML_CPOOL_KIND_AUTO;
     bool                    no_vmm_       = false;
     bool                    guard_logged_ = false;

@@ -27,10 +27,15 @@ void quarantine::admit(std::unique_ptr<pool> p, std::shared_ptr<driver> drv, con
 
 void quarantine::totals(size_t * bytes, size_t * pools) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    *bytes = 0;
-    *pools = entries_.size();
+    size_t                      held = 0;
     for (const entry & e : entries_) {
-        *bytes += e.held->held_bytes();
+        held += e.held->held_bytes();
+    }
+    if (bytes) {
+        *bytes = held;
+    }
+    if (pools) {
+        *pools = entries_.size();
     }
 }
 

@@ -1,10 +1,7 @@
 #pragma once
-// Memory a destroyed context could not give back safely, kept whole with its pool and driver: a
-// captured graph may still replay into pinned buffers, and kernels may still run on memory behind
-// a stream whose synchronize failed (the per-session arena rule: never free what may be in use).
-// release() synchronizes each pool's device and frees it once the consumer says its graphs are gone.
-// Process-wide and never destroyed: at exit the memory is the process's to lose, and no driver
-// call may run while the runtime shuts down.
+// Pools a destroyed context could not free safely (a graph may still replay into pinned buffers,
+// kernels may still run behind a failed synchronize), kept with their driver until release().
+// Never destroyed: no driver call may run while the runtime shuts down.
 
 #include "../drivers/driver.h"
 #include "../pools/pool.h"
@@ -21,6 +18,7 @@ class quarantine {
 
     // keeps p (and the driver it uses) and says why, once
     void   admit(std::unique_ptr<pool> p, std::shared_ptr<driver> drv, const char * why);
+    // what it keeps; either may be null
     void   totals(size_t * bytes, size_t * pools) const;
     // frees every pool whose device synchronizes; the first failure's status, else OK
     status release();

@@ -53,8 +53,7 @@ status stream_slots::stream(int device, int slot, stream_t * out) {
         if (st != OK) {
             return st;
         }
-        s.stream   = own;
-        s.borrowed = false;
+        s.stream = own; // not borrowed: a borrowed slot has a stream
     }
     *out = s.stream;
     return OK;

@@ -1,7 +1,6 @@
 #pragma once
-// A context's stream slots: per (device, slot), the stream the consumer launches that slot's
-// kernels on (borrowed, never destroyed) or one of the context's own (created when first needed,
-// destroyed with the context), and the slot's pool, which lives on that stream.
+// A context's stream slots: per (device, slot), the consumer's stream (borrowed) or one of the
+// context's own (made when first needed), and the slot's pool, which lives on that stream.
 
 #include "../drivers/driver.h"
 #include "../pools/pool.h"
@@ -20,8 +19,7 @@ class stream_slots {
     bool                    valid(int device, int slot) const;
     // the stream of (device, slot): the borrowed one, or the context's own, created now if needed
     status                  stream(int device, int slot, stream_t * out);
-    // borrows stream for (device, slot), moving its pool there; nullptr gives the slot one of
-    // the context's own again
+    // borrows stream for (device, slot), moving its pool there; nullptr: one of the context's own
     status                  set_stream(int device, int slot, stream_t stream);
     // the pool of a valid (device, slot), null until one is made
     std::unique_ptr<pool> & pool_of(int device, int slot) { return slots_[size_t(device)][size_t(slot)].instance; }

@@ -1,6 +1,5 @@
-// The cuda driver is a driver over cuda_primitives: their stream-ordered pool here
-// (cuda_mempool). cudaMallocAsync / cudaFreeAsync from each device's default memory pool, and
-// that pool's attributes. HIP builds compile it out.
+// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes.
+// HIP builds compile it out.
 
 #include "cuda-impl.h"
 
@@ -19,25 +18,18 @@ constexpr struct {
     { REUSE_INTERNAL_DEPENDENCIES, cudaMemPoolReuseAllowInternalDependencies },
 };
 
-// the attribute behind a 64-bit value
+// the attribute behind a 64-bit value (reuse_policies has one per policy: REUSE)
 cudaMemPoolAttr value_attr(mempool_attr attr) {
-    switch (attr) {
-        // clang-format off
-        case mempool_attr::release_threshold: return cudaMemPoolAttrReleaseThreshold;
-        case mempool_attr::reserved:          return cudaMemPoolAttrReservedMemCurrent;
-        case mempool_attr::used:              return cudaMemPoolAttrUsedMemCurrent;
-        case mempool_attr::reuse_policies:    break; // one attribute per policy
-            // clang-format on
-    }
-    return cudaMemPoolAttrReleaseThreshold;
+    return attr == mempool_attr::reserved ? cudaMemPoolAttrReservedMemCurrent :
+           attr == mempool_attr::used     ? cudaMemPoolAttrUsedMemCurrent :
+                                            cudaMemPoolAttrReleaseThreshold;
 }
 
 class cuda_mempool final : public mempool_primitives {
   public:
     status malloc_async(int device, size_t size, stream_t stream, void ** ptr) override {
         return on_device(device, [&] {
-            cudaError_t e = cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream));
-            return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMallocAsync", device);
+            return checked(cudaMallocAsync(ptr, size, static_cast<cudaStream_t>(stream)), "cudaMallocAsync", device);
         });
     }
 

@@ -1,7 +1,6 @@
 #pragma once
-// The cuda driver is a driver over cuda_primitives: what their files share (drivers/cuda.cpp,
-// drivers/cuda-vmm.cpp, drivers/cuda-async.cpp): the runtime (CUDA, or HIP through vendors/hip.h)
-// and the capabilities this build has, a runtime call's status, the device a call runs on.
+// What cuda.cpp, cuda-vmm.cpp and cuda-async.cpp share: the runtime (CUDA, or HIP through
+// vendors/hip.h), the capabilities this build has, a runtime call's status, the device a call runs on.
 
 #include "primitives.h"
 #include "../support/log.h"
@@ -83,9 +82,7 @@ template <typename F> bool driver_entry(const char * symbol, F * fn) {
 #endif
 
 #if GCP_HAS_VMM
-// the VMM calls, reached through the runtime's entry-point query on CUDA (nothing links
-// libcuda), linked directly on HIP; nullptr where the runtime does not offer them.
-// granularity(device) is 0 for a device without virtual memory management
+// nullptr where the runtime lacks the VMM calls; granularity(device) is 0 on a device without VMM
 std::unique_ptr<vmm_primitives> make_vmm(int count);
 #endif
 

@@ -1,6 +1,5 @@
-// The cuda driver is a driver over cuda_primitives: their virtual memory here (cuda_vmm).
-// cuMem* calls reached through the runtime's entry-point query on CUDA (so nothing links
-// libcuda), linked directly on HIP.
+// cuda_primitives' virtual memory: cuMem* calls reached through the runtime's entry-point query on
+// CUDA (nothing links libcuda), linked directly on HIP.
 
 #include "cuda-impl.h"
 
@@ -49,13 +48,10 @@ struct driver_api {
     }
 };
 
-status from_cu(CUresult r) {
-    return r == CUDA_SUCCESS ? OK : r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : DRIVER_ERROR;
-}
-
 // a driver call's status, said where it is a driver error
 status checked_cu(CUresult r, const char * what, int device) {
-    return report(from_cu(r), what, device, int(r));
+    const status st = r == CUDA_SUCCESS ? OK : r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : DRIVER_ERROR;
+    return report(st, what, device, int(r));
 }
 
 CUmemAllocationProp props(int device) {
@@ -107,8 +103,7 @@ class cuda_vmm final : public vmm_primitives {
     status create(int device, size_t size, vmm_handle * handle) override {
         CUmemAllocationProp          prop = props(device);
         CUmemGenericAllocationHandle h    = 0;
-        CUresult                     r    = api_.mem_create(&h, size, &prop, 0);
-        status st = r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : checked_cu(r, "cuMemCreate", device);
+        status                       st   = checked_cu(api_.mem_create(&h, size, &prop, 0), "cuMemCreate", device);
         if (st == OK) {
             *handle = vmm_handle(h);
         }
@@ -120,8 +115,8 @@ class cuda_vmm final : public vmm_primitives {
     }
 
     status map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
-        CUresult r = api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0);
-        return r == CUDA_ERROR_OUT_OF_MEMORY ? OUT_OF_MEMORY : checked_cu(r, "cuMemMap", device);
+        return checked_cu(api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0), "cuMemMap",
+                          device);
     }
 
     status unmap(int device, uintptr_t addr, size_t size) override {

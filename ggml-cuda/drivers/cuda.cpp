@@ -1,10 +1,8 @@
-// The cuda driver is a driver over cuda_primitives, defined here: device memory, streams and
-// capabilities; their virtual memory in drivers/cuda-vmm.cpp, their stream-ordered pool in
-// drivers/cuda-async.cpp.
-
-#include "cuda.h"
+// cuda_primitives: device memory, streams and capabilities (virtual memory in cuda-vmm.cpp, the
+// stream-ordered pool in cuda-async.cpp).
 
 #include "cuda-impl.h"
+#include "factory.h"
 #include "../support/log.h"
 
 #include <vector>
@@ -33,9 +31,6 @@ status report(status st, const char * what, int device, int code) {
 namespace {
 
 using namespace cuda;
-
-// the first pause before a refused allocation is tried again (pool.h doubles it at each retry)
-constexpr uint32_t TRANSIENT_PAUSE_US = 1000;
 
 class cuda_primitives final : public device_primitives {
   public:
@@ -68,10 +63,7 @@ class cuda_primitives final : public device_primitives {
     }
 
     status malloc(int device, size_t size, void ** ptr) override {
-        return on_device(device, [&] {
-            cudaError_t e = cudaMalloc(ptr, size);
-            return e == cudaErrorMemoryAllocation ? from_cuda(e) : checked(e, "cudaMalloc", device);
-        });
+        return on_device(device, [&] { return checked(cudaMalloc(ptr, size), "cudaMalloc", device); });
     }
 
     status free(int device, void * ptr) override {
@@ -146,10 +138,10 @@ class cuda_primitives final : public device_primitives {
         size_t total = 0;
         return on_device(device, [&] { return checked(cudaMemGetInfo(free, &total), "cudaMemGetInfo", device); });
     }
-    // long enough for queued frees on other streams to land, short enough that a refusal that
-    // persists reaches the caller within a few milliseconds (pool.h: the transient retries)
+    // the first pause (the pool doubles it at each retry): long enough for queued frees on other
+    // streams to land, short enough to refuse within milliseconds
     uint32_t transient_pause_us() const override {
-        return TRANSIENT_PAUSE_US;
+        return 1000;
     }
     // every cuda_primitives sees the same devices
     const void * identity() const override {

@@ -2,20 +2,6 @@
 
 namespace gcp {
 
-namespace {
-
-constexpr takes CALL_TAKES[CALL_KINDS] = {
-#define GCP_CALL(name, spec, what) takes::what,
-    GGML_CPOOL_CALLS(GCP_CALL)
-#undef GCP_CALL
-};
-
-} // namespace
-
-takes call_takes(call c) {
-    return size_t(c) < CALL_KINDS ? CALL_TAKES[size_t(c)] : takes::NOTHING;
-}
-
 driver::driver(std::shared_ptr<device_primitives> prims) : prims_(std::move(prims)) {}
 
 driver::driver(std::shared_ptr<driver> below) : prims_(below->prims_), below_(std::move(below)) {}
@@ -31,11 +17,6 @@ void driver::clear_error() {
 
 bool driver::error_latched() const {
     return latched_.load(std::memory_order_relaxed) || (below_ ? below_->error_latched() : prims_->error_latched());
-}
-
-size_t driver::vmm_granularity(int device) const {
-    const vmm_primitives * v = prims_->vmm(device);
-    return v ? v->granularity(device) : 0;
 }
 
 status driver::pool_usage(int device, size_t * reserved, size_t * used) {

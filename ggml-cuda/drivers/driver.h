@@ -1,8 +1,6 @@
 #pragma once
-// The driver every pool calls: the front of a device's primitives (drivers/primitives.h).
-// It counts each call by kind and latches every failure until clear_error, as CUDA's last error
-// does. A decorator (a driver over another, such as the fault driver) may fail a call before it
-// goes below; a call it lets through is counted below too.
+// The driver every pool calls, in front of a device's primitives: it counts each call by kind and
+// latches every failure until clear_error, as CUDA's last error does. A decorator may fail a call first.
 
 #include "primitives.h"
 
@@ -13,8 +11,7 @@
 
 namespace gcp {
 
-// the driver calls, from the table in the public header (GGML_CPOOL_CALLS)
-// clang-format 14 indents the enumerator after the table's expansion as its continuation
+// the driver calls, from the table in the public header (GGML_CPOOL_CALLS); clang-format 14 misindents it
 // clang-format off
 enum class call : int {
 #define GCP_CALL(name, spec, takes) name = GGML_CPOOL_CALL_##name,
@@ -25,11 +22,6 @@ enum class call : int {
 // clang-format on
 
 constexpr size_t CALL_KINDS = size_t(call::COUNT);
-
-// what a call takes from the device (the table's third column)
-enum class takes { NOTHING, RESOURCE, MEMORY };
-
-takes call_takes(call c);
 
 // what a pool could give back if a driver call it makes were refused; a one-shot fault asks
 class reclaimer {
@@ -82,7 +74,9 @@ class driver {
 
     // virtual memory management, where vmm_supported(device)
     bool   vmm_supported(int device) const { return prims_->vmm(device) != nullptr; }
-    size_t vmm_granularity(int device) const;
+    size_t vmm_granularity(int device) const {
+        return vmm_supported(device) ? prims_->vmm(device)->granularity(device) : 0;
+    }
     status vmm_reserve(int device, size_t size, uintptr_t * addr) {
         return run_vmm(call::VMM_RESERVE, device, size,
                        [&](vmm_primitives & v) { return v.reserve(device, size, addr); });
@@ -168,8 +162,7 @@ class driver {
   protected:
     // a decorator over below: the calls it lets through go there
     explicit driver(std::shared_ptr<driver> below);
-    // a decorator's say over a call before it goes below: OK lets it through, any other status
-    // fails it with that status; size is the bytes the call asks for
+    // a decorator's say before a call of size bytes goes below: OK lets it through, any other fails it
     virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
 
   private:
@@ -184,8 +177,7 @@ class driver {
         }
         return st;
     }
-    // a call of an optional capability (of what get returns for the device): UNSUPPORTED where
-    // the device has none
+    // a call of an optional capability: UNSUPPORTED where the device has none
     template <typename Cap, typename F>
     status run_capability(Cap * (device_primitives::*get)(int), call c, int device, size_t size, F && op) {
         return run(c, device, size, [&](device_primitives & p) {

@@ -5,10 +5,6 @@
 #include "../support/env.h"
 #include "../support/log.h"
 
-#ifdef GGML_CPOOL_HAVE_CUDA
-#    include "cuda.h"
-#endif
-
 namespace gcp {
 
 status make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out) {
@@ -43,11 +39,8 @@ status apply_env_faults(driver_ref * ref) {
     if (st != OK || !v.set) {
         return st;
     }
-    fault_spec spec; // the reading above read it whole: this parse cannot refuse it
-    st = parse_fault_spec(v.text, &spec, option_name(GGML_CPOOL_OPTION_FAULT), "no context created");
-    if (st != OK) {
-        return st;
-    }
+    fault_spec spec;
+    (void) parse_fault_spec(v.text, &spec); // the reading above read it whole: this parse cannot refuse it
     GCP_LOG_INFO("%s=%s: fault injection armed", option_name(GGML_CPOOL_OPTION_FAULT), v.text);
     *ref = make_fault_driver(*ref, spec);
     return OK;

@@ -6,6 +6,18 @@
 
 namespace gcp {
 
+namespace {
+
+// what each call takes from the device (GGML_CPOOL_CALLS' third column)
+enum class takes { NOTHING, RESOURCE, MEMORY };
+constexpr takes CALL_TAKES[CALL_KINDS] = {
+#define GCP_CALL(name, spec, what) takes::what,
+    GGML_CPOOL_CALLS(GCP_CALL)
+#undef GCP_CALL
+};
+
+} // namespace
+
 void fault_driver::arm(const fault_spec & spec) {
     fault_spec                  copy = spec; // may throw: the armed spec stays whole until here
     std::lock_guard<std::mutex> lock(mutex_);
@@ -47,11 +59,12 @@ status fault_driver::intercept(call c, int device, size_t size) {
     if (spec_.empty() || fired_ >= spec_.limit || !window_open()) {
         return OK;
     }
-    const status     fail = call_takes(c) != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
+    const takes      what = CALL_TAKES[size_t(c)];
+    const status     fail = what != takes::NOTHING ? OUT_OF_MEMORY : DRIVER_ERROR;
     const pool_label name(platform(), device);
 
     if (!spec_.chooses()) { // while= alone: every call that takes device memory, while the window is open
-        if (call_takes(c) != takes::MEMORY) {
+        if (what != takes::MEMORY) {
             return OK;
         }
         fired_++;
@@ -60,7 +73,7 @@ status fault_driver::intercept(call c, int device, size_t size) {
         return fail;
     }
 
-    if (spec_.oneshot && !oneshot_done_ && call_takes(c) == takes::MEMORY && size >= spec_.oneshot_at &&
+    if (spec_.oneshot && !oneshot_done_ && what == takes::MEMORY && size >= spec_.oneshot_at &&
         (spec_.oneshot_any || reclaim_scope::reclaimable() > 0)) {
         oneshot_done_ = true;
         fired_++;

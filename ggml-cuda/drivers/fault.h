@@ -1,8 +1,6 @@
 #pragma once
-// A driver decorator that makes chosen calls fail (fault-spec.h says how they are chosen), over
-// any driver: the sim one in CI, the cuda one on a GPU. A failed call never reaches the driver
-// below; a call that takes something from the device fails with OUT_OF_MEMORY, any other with
-// DRIVER_ERROR (GGML_CPOOL_CALLS says which is which).
+// A driver over any other that fails the calls a fault spec chooses, before they go below: with
+// OUT_OF_MEMORY where the call takes something from the device (GGML_CPOOL_CALLS), else DRIVER_ERROR.
 
 #include "driver.h"
 #include "../support/fault-spec.h"

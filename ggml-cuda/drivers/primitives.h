@@ -1,10 +1,6 @@
 #pragma once
-// The seam below the pools: the primitives a device provides (cuda_primitives, HIP through
-// vendors/hip.h, sim_primitives). Every primitive names its device, so none depends on the
-// device current on the calling thread, and returns OK or the status of its failure. Virtual
-// memory and the stream-ordered pool are optional capabilities: vmm() and mempool() hand out
-// their primitives for the devices that have them and nullptr elsewhere. Pools never call this
-// directly: driver.h is their front, which counts each call and lets a decorator fail it first.
+// What a device provides (cuda_primitives, sim_primitives), reached only through driver.h. Every
+// primitive names its device, so none depends on the calling thread's current device.
 
 #include "../support/common.h"
 
@@ -46,26 +42,21 @@ class device_primitives {
     // the device's default stream-ordered pool, or nullptr where it has none
     virtual mempool_primitives * mempool(int device) = 0;
 
-    // (optional) leak check: allocations, physical handles and reservations not yet given back;
-    // 0 where the primitives keep no books (cuda_primitives: the testing library's ledger,
-    // testing/ledger.h, counts what passes through it)
+    // (optional) leak check: allocations, physical handles and reservations not yet given back
     virtual size_t outstanding() const { return 0; }
     // (optional) device bytes handed out (allocations and physical handles), not yet taken back
     virtual size_t used(int /*device*/) const { return 0; }
 
-    // (optional) whether a failed call left an error that a later, unrelated call would report
-    // (CUDA's sticky last error)
+    // (optional) whether a failed call left an error a later call would report (CUDA's last error)
     virtual bool         error_latched() const { return false; }
     // (optional) forgets that error
     virtual void         clear_error() {}
-    // (optional) what identifies the devices behind these primitives: primitives of one identity
-    // share devices (every cuda_primitives), so process-wide records key on it
+    // (optional) primitives of one identity share devices, so process-wide records key on it
     virtual const void * identity() const { return this; }
     // (optional) the device's memory free now, as the driver counts it (cudaMemGetInfo)
     virtual status       free_memory(int /*device*/, size_t * /*free*/) { return UNSUPPORTED; }
-    // (optional) the pause before a refused allocation is tried again, in microseconds: a real
-    // device's free memory changes with time (frees landing on other streams, other processes),
-    // the sim's only with calls, so it has none
+    // (optional) the pause in microseconds before a refused allocation is tried again: the sim's
+    // free memory changes only with calls, so it has none
     virtual uint32_t     transient_pause_us() const { return 0; }
 };
 
@@ -102,10 +93,8 @@ enum class mempool_attr {
 // the release threshold that keeps a stream-ordered pool warm: never give memory back at a sync
 constexpr uint64_t THRESHOLD_MAX = UINT64_MAX;
 
-// a stream-ordered pool's cross-stream reuse policies (CUDA enables both by default): a block
-// freed on one stream handed to another once its free completed on the device, or with a
-// dependency the driver inserts. Either would give one context's freed block, which a captured
-// graph may still use, to another context's stream.
+// a stream-ordered pool's cross-stream reuse policies (CUDA's default: both), which would hand one
+// context's freed block, still used by a captured graph, to another context's stream
 constexpr uint64_t REUSE_OPPORTUNISTIC         = 1;
 constexpr uint64_t REUSE_INTERNAL_DEPENDENCIES = 2;
 

@@ -1,5 +1,4 @@
-// The seam of drivers/seam.h in the core alone: no sim driver, and the cuda driver's primitives
-// as they are (no bookkeeping per call).
+// The seam of drivers/seam.h in the core alone: no sim driver, and no bookkeeping per cuda call.
 
 #include "seam.h"
 

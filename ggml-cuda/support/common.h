@@ -72,8 +72,7 @@ inline double to_mib(size_t bytes) {
     return double(bytes) / double(MiB);
 }
 
-// the integer a caller stored in an enum field, read without assuming it is one of the
-// enumerators (a C caller can store anything there)
+// the int a C caller stored in an enum field, which may be no enumerator
 template <typename E> int raw_enum(const E & e) {
     static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
     int v;

@@ -3,9 +3,9 @@
 #include "fault-spec.h"
 #include "log.h"
 
+#include <array>
 #include <cctype>
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -63,18 +63,15 @@ words words_in(const char * values) {
 }
 
 const words & words_of(option o) {
-    struct table {
-        words rows[GGML_CPOOL_OPTION_COUNT];
-    };
-    static const table all = [] { // fixed arrays: a reading allocates nothing
-        table t;
+    static const std::array<words, GGML_CPOOL_OPTION_COUNT> all = [] { // fixed arrays: a reading allocates nothing
+        std::array<words, GGML_CPOOL_OPTION_COUNT> t;
         for (size_t i = 0; i < GGML_CPOOL_OPTION_COUNT; i++) {
             const bool worded = ROWS[i].takes == GGML_CPOOL_TAKES_WORD || ROWS[i].takes == GGML_CPOOL_TAKES_LIST;
-            t.rows[i]         = worded ? words_in(ROWS[i].values) : words{};
+            t[i]              = worded ? words_in(ROWS[i].values) : words{};
         }
         return t;
     }();
-    return all.rows[o];
+    return all[o];
 }
 
 // the word of o's row that the `length` bytes at `text` name, in any case; nullptr for none
@@ -101,13 +98,6 @@ int boolean_of(const char * text) {
 // why a value is refused
 struct refusal {
     char why[WHY_BYTES] = "not one of its values";
-
-    GCP_PRINTF(2, 3) void say(const char * fmt, ...) {
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(why, sizeof(why), fmt, args);
-        va_end(args);
-    }
 };
 
 bool parse_list(option o, const char * text, option_value * v, refusal * r) {
@@ -115,7 +105,7 @@ bool parse_list(option o, const char * text, option_value * v, refusal * r) {
         const char * comma = strchr(at, ',');
         const size_t n     = comma ? size_t(comma - at) : strlen(at);
         if (word_for(o, at, n) == nullptr) {
-            r->say("'%.*s' is not one of its values", int(n), at);
+            snprintf(r->why, sizeof(r->why), "'%.*s' is not one of its values", int(n), at);
             return false;
         }
         v->count++;
@@ -161,7 +151,7 @@ bool parse(option o, const char * text, option_value * v, refusal * r) {
             fault_spec  spec;
             std::string term;
             if (!read_fault_spec(text, &spec, &term)) {
-                r->say("cannot read '%s'", term.c_str());
+                snprintf(r->why, sizeof(r->why), "cannot read '%s'", term.c_str());
                 return false;
             }
             return true;
@@ -170,14 +160,13 @@ bool parse(option o, const char * text, option_value * v, refusal * r) {
     return false;
 }
 
-// a file the value names, opened for appending and closed again: one that cannot be written is
-// refused when the settings are read, not when the first line is due; `keep`: false removes a file
-// the opening made
+// a file the value names, opened for appending and closed again, so that one that cannot be written
+// is refused when the settings are read; `keep`: false removes a file the opening made
 bool writable(const char * path, bool keep, refusal * r) {
     const int made = open(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL, NEW_FILE_MODE);
     const int fd   = made >= 0 || errno != EEXIST ? made : open(path, O_WRONLY | O_APPEND);
     if (fd < 0 || close(fd) != 0) {
-        r->say("cannot open it for appending (%s)", strerror(errno));
+        snprintf(r->why, sizeof(r->why), "cannot open it for appending (%s)", strerror(errno));
         return false;
     }
     if (made >= 0 && !keep) {
@@ -222,18 +211,9 @@ status check_options(reading how) {
     return st;
 }
 
-status env_no_vmm(bool * no_vmm) {
+status env_flag(option o, bool * on) {
     option_value v;
-    status       st = read_option(GGML_CPOOL_OPTION_NO_VMM, &v);
-    if (st == OK && v.set) {
-        *no_vmm = v.on != 0;
-    }
-    return st;
-}
-
-status env_timing(bool * on) {
-    option_value v;
-    status       st = read_option(GGML_CPOOL_OPTION_TIMING, &v);
+    status       st = read_option(o, &v);
     if (st == OK && v.set) {
         *on = v.on != 0;
     }

@@ -1,9 +1,7 @@
 #pragma once
-// The one reader of the environment: every row of the options table (ggml-cuda-pool-options.h) by
-// one rule, for the module and, through the C ABI (ggml_cpool_option_read), for the llama.cpp
-// adapter and the PyTorch library. Unset or empty is the row's default; words are taken in any
-// case; a value the row does not take is INVALID_ARGUMENT and one line naming the variable, the
-// value and the row's values.
+// The one reader of the environment, for the module and (ggml_cpool_option_read) its integrations:
+// every row of ggml-cuda-pool-options.h by one rule. Unset or empty is the row's default, words
+// are taken in any case, a bad value is INVALID_ARGUMENT and one line.
 
 #include "common.h"
 #include "options.h"
@@ -25,10 +23,9 @@ const char * option_entry(option o, const char * text, int index);
 // every row read now, each bad value its line
 status       check_options(reading how = reading::report);
 
-// the module's rows, read at context creation: unset leaves the output untouched
-status env_no_vmm(bool * no_vmm);
+// the module's rows, read at context creation: unset leaves the output untouched. A BOOLEAN row:
+status env_flag(option o, bool * on);
 // ggml's own pools (ggml, ggml-legacy), which only the llama.cpp adapter serves, are refused
 status env_pool_kind(ggml_cpool_kind * kind);
-status env_timing(bool * on);
 
 } // namespace gcp

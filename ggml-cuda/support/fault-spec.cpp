@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <strings.h>
 
@@ -14,16 +15,13 @@ namespace gcp {
 
 namespace {
 
+// a call's name, or any
 bool parse_call(const std::string & text, int * kind) {
-    if (text == "any") {
-        *kind = ANY_CALL;
-        return true;
-    }
-    ggml_cpool_call c;
-    if (!call_from_name(text.c_str(), &c)) {
+    ggml_cpool_call c = GGML_CPOOL_CALL_COUNT;
+    if (text != "any" && !call_from_name(text.c_str(), &c)) {
         return false;
     }
-    *kind = int(c);
+    *kind = text == "any" ? ANY_CALL : int(c);
     return true;
 }
 
@@ -59,6 +57,37 @@ bool parse_decimal(const char * text, double * value, const char ** end) {
     *value      = digits ? strtod(text, &stop) : 0.0;
     *end        = p;
     return digits && stop == p;
+}
+
+// "2.36MiB" -> bytes; false when malformed
+bool parse_size(const char * text, size_t * out) {
+    // clang-format off
+    static const struct {
+        const char * suffix;
+        double       scale;
+    } units[] = {
+        { "",    1.0 },          { "b", 1.0 },
+        { "k",   1024.0 },       { "kb", 1024.0 },       { "kib", 1024.0 },
+        { "m",   1048576.0 },    { "mb", 1048576.0 },    { "mib", 1048576.0 },
+        { "g",   1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
+    };
+    // clang-format on
+    const char * end   = nullptr;
+    double       value = 0.0;
+    if (!parse_decimal(text, &value, &end) || !std::isfinite(value)) {
+        return false;
+    }
+    for (auto & u : units) {
+        if (strcasecmp(end, u.suffix) == 0) {
+            double bytes = value * u.scale;
+            if (bytes > double(MAX_REQUEST)) {
+                return false;
+            }
+            *out = size_t(std::llround(bytes));
+            return true;
+        }
+    }
+    return false;
 }
 
 // one key=value term
@@ -107,49 +136,12 @@ bool parse_term(const std::string & key, const std::string & value, fault_spec *
 
 } // namespace
 
-bool parse_size(const char * text, size_t * out) {
-    // clang-format off
-    static const struct {
-        const char * suffix;
-        double       scale;
-    } units[] = {
-        { "",    1.0 },          { "b", 1.0 },
-        { "k",   1024.0 },       { "kb", 1024.0 },       { "kib", 1024.0 },
-        { "m",   1048576.0 },    { "mb", 1048576.0 },    { "mib", 1048576.0 },
-        { "g",   1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
-    };
-    // clang-format on
-    const char * end   = nullptr;
-    double       value = 0.0;
-    if (!parse_decimal(text, &value, &end) || !std::isfinite(value)) {
-        return false;
-    }
-    for (auto & u : units) {
-        if (strcasecmp(end, u.suffix) == 0) {
-            double bytes = value * u.scale;
-            if (bytes > double(MAX_REQUEST)) {
-                return false;
-            }
-            *out = size_t(std::llround(bytes));
-            return true;
-        }
-    }
-    return false;
-}
-
 bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term) {
-    fault_spec  spec;
-    std::string all   = text ? text : "";
-    size_t      start = 0;
-    while (start < all.size()) {
-        size_t      end  = all.find(';', start);
-        std::string term = all.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        start            = end == std::string::npos ? all.size() : end + 1;
-        if (term.empty()) {
-            continue;
-        }
-        size_t eq = term.find('=');
-        if (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec)) {
+    fault_spec         spec;
+    std::istringstream all(text ? text : "");
+    for (std::string term; std::getline(all, term, ';');) {
+        const size_t eq = term.find('=');
+        if (!term.empty() && (eq == std::string::npos || !parse_term(term.substr(0, eq), term.substr(eq + 1), &spec))) {
             *bad_term = term;
             return false;
         }

@@ -1,23 +1,6 @@
 #pragma once
-// The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create), terms
-// separated by ';':
-//   oneshot=<size>        the first call that takes device memory (GGML_CPOOL_CALLS: MEMORY), of
-//                         at least size, made while its pool holds memory it could free (cached
-//                         buffers, unused mapped or pooled memory: driver.h's reclaim_scope), fails
-//                         once, so the recovery it tests has something to recover
-//   oneshot-any=<size>    the same at the first such call, whatever the pool holds
-//   fail=<call>:<k>       the k-th call of that kind fails; <k>+ fails it and every later one
-//   prob=<p>              each call fails with probability p ...
-//   on=<call>             ... of this kind only (default: any)
-//   seed=<n>              ... drawn from this seed (default 1)
-//   limit=<n>             at most n faults fire in all
-//   while=<path>          a window opened and closed from outside: the terms above fire only
-//                         while the file <path> exists; alone, every call that takes device
-//                         memory fails while it exists (a server's fault window, opened by
-//                         creating the file and closed by removing it)
-// <call> is a name from GGML_CPOOL_CALLS (ggml-cuda-pool-calls.h) or any; numbers are plain
-// decimals (no sign, no space); <size> is a number with an optional unit B, KiB, MiB, GiB (or K,
-// M, G; KB, MB, GB as powers of 2).
+// The fault-injection spec (GGML_CUDA_POOL_FAULT or ggml_cpool_driver_fault_create): terms separated
+// by ';', each key=value; docs/fault-injection.md gives the grammar.
 
 #include "common.h"
 
@@ -57,8 +40,5 @@ status parse_fault_spec(const char * text, fault_spec * out, const char * source
 
 // the same with no line: false, and the term it cannot read in *bad_term, for a malformed text
 bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term);
-
-// "2.36MiB" -> bytes; false when malformed
-bool parse_size(const char * text, size_t * out);
 
 } // namespace gcp

@@ -25,19 +25,6 @@ thread_local log_hold * t_hold      = nullptr; // the outermost hold on this thr
 // a failing call's reason, for a consumer that reports it where it gives up (an abort message)
 thread_local char       t_last_error[LINE_BYTES] = "";
 
-// GGML_CUDA_POOL_LOG, read at the first line the default logger prints
-ggml_cpool_log_level stderr_threshold() {
-    static const ggml_cpool_log_level level = log_threshold();
-    return level;
-}
-
-void log_stderr(ggml_cpool_log_level level, const char * text) {
-    if (level >= stderr_threshold()) {
-        fputs(text, stderr); // one call: stdio keeps the line whole
-        fflush(stderr);
-    }
-}
-
 // counts a line as being sent for as long as it lives
 struct sending {
     sending() { t_sending++; }
@@ -60,17 +47,26 @@ void send(ggml_cpool_log_level level, const char * text) {
         user_data = g_user_data;
         g_sending += callback != nullptr;
     }
-    if (callback == nullptr) {
-        log_stderr(level, text);
+    if (callback == nullptr) { // stderr, at the level read at the first line it prints
+        static const ggml_cpool_log_level threshold = log_threshold();
+        if (level >= threshold) {
+            fputs(text, stderr); // one call: stdio keeps the line whole
+            fflush(stderr);
+        }
         return;
     }
     sending s;
     callback(level, text, user_data);
 }
 
-void vlog(ggml_cpool_log_level level, const char * fmt, va_list args) {
-    char text[LINE_BYTES];
-    int  n = vsnprintf(text, sizeof(text) - 1, fmt, args);
+} // namespace
+
+void log(ggml_cpool_log_level level, const char * fmt, ...) {
+    char    text[LINE_BYTES];
+    va_list args;
+    va_start(args, fmt);
+    const int n = vsnprintf(text, sizeof(text) - 1, fmt, args);
+    va_end(args);
     if (n < 0) {
         return;
     }
@@ -88,18 +84,8 @@ void vlog(ggml_cpool_log_level level, const char * fmt, va_list args) {
     }
 }
 
-} // namespace
-
-void log(ggml_cpool_log_level level, const char * fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    vlog(level, fmt, args);
-    va_end(args);
-}
-
 ggml_cpool_log_level log_threshold() {
-    // quiet: the logger may be the one asking. A malformed level is warn here, and is refused with
-    // its line where a context is created (context::create)
+    // quiet: the logger may be asking; a malformed level is warn here, refused at context creation
     option_value         v;
     ggml_cpool_log_level level = GGML_CPOOL_LOG_WARN;
     if (read_option(GGML_CPOOL_OPTION_LOG, &v, reading::quiet) == OK && v.set) {

@@ -26,9 +26,8 @@ ggml_cpool_log_level log_threshold();
 // the calling thread's last warning or error line, without its newline
 const char * last_error();
 
-// Holds the log lines this thread says while it lives and sends them when the outermost hold ends.
-// Declare one before taking a lock, so it ends after the lock guard: a log callback may call back
-// into the library and wait on that lock, or on one held further up. Keeps a few lines, no allocation.
+// Holds this thread's log lines while it lives (a few, no allocation) and sends them when the
+// outermost hold ends. Declare one before a lock guard: a log callback may wait on that lock.
 class log_hold {
   public:
     log_hold();

@@ -1,5 +1,6 @@
 #include "names.h"
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <strings.h>
@@ -13,9 +14,7 @@ constexpr const char * STATUS_NAMES[] = { "OK", "OUT_OF_MEMORY", "INVALID_ARGUME
 constexpr const char * KIND_NAMES[]   = { "auto", "vmm", "legacy", "plain", "async" };
 constexpr const char * LEVEL_NAMES[]  = { "debug", "info", "warn", "error" };
 static_assert(sizeof(KIND_NAMES) / sizeof(KIND_NAMES[0]) == GGML_CPOOL_KIND_COUNT, "one name per kind");
-// room for every kind name and its separator in kind_choices()
-constexpr size_t       KIND_CHOICES_BYTES = 64;
-constexpr const char * CALL_NAMES[]       = {
+constexpr const char * CALL_NAMES[] = {
 #define GCP_CALL(name, spec, takes) spec,
     GGML_CPOOL_CALLS(GCP_CALL)
 #undef GCP_CALL
@@ -26,14 +25,16 @@ template <size_t N> const char * name_of(const char * const (&names)[N], int val
     return value >= 0 && size_t(value) < N ? names[value] : none;
 }
 
-// the index of text among names (any case), or -1
-template <size_t N> int index_of(const char * const (&names)[N], const char * text) {
+// *out = the value that text names (any_case: in any case); false for none
+template <typename E, size_t N>
+bool from_name(const char * const (&names)[N], const char * text, E * out, bool any_case = true) {
     for (size_t i = 0; text != nullptr && i < N; i++) {
-        if (strcasecmp(text, names[i]) == 0) {
-            return int(i);
+        if ((any_case ? strcasecmp(text, names[i]) : strcmp(text, names[i])) == 0) {
+            *out = E(i);
+            return true;
         }
     }
-    return -1;
+    return false;
 }
 
 } // namespace
@@ -47,31 +48,19 @@ const char * kind_name(ggml_cpool_kind kind) {
 }
 
 bool kind_from_name(const char * text, ggml_cpool_kind * kind) {
-    int i = index_of(KIND_NAMES, text);
-    if (i >= 0) {
-        *kind = ggml_cpool_kind(i);
-    }
-    return i >= 0;
+    return from_name(KIND_NAMES, text, kind);
 }
 
 const char * kind_choices() {
-    struct text {
-        char chars[KIND_CHOICES_BYTES] = "";
-    };
-    static const text choices = [] { // no allocation: this answers a malformed GGML_CUDA_POOL
-        text   t;
-        size_t at = 0;
-        for (size_t i = 0; i < size_t(GGML_CPOOL_KIND_COUNT) && at < sizeof(t.chars); i++) {
+    static const std::array<char, 64> choices = [] { // no allocation: this answers a malformed GGML_CUDA_POOL
+        std::array<char, 64> t{};
+        for (size_t i = 0, at = 0; i < size_t(GGML_CPOOL_KIND_COUNT) && at < t.size(); i++) {
             const char * separator = i == 0 ? "" : i + 1 == size_t(GGML_CPOOL_KIND_COUNT) ? " or " : ", ";
-            at += size_t(snprintf(t.chars + at, sizeof(t.chars) - at, "%s%s", separator, KIND_NAMES[i]));
+            at += size_t(snprintf(t.data() + at, t.size() - at, "%s%s", separator, KIND_NAMES[i]));
         }
         return t;
     }();
-    return choices.chars;
-}
-
-const char * platform_name(ggml_cpool_platform platform) {
-    return platform == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA";
+    return choices.data();
 }
 
 const char * call_name(ggml_cpool_call call) {
@@ -79,26 +68,15 @@ const char * call_name(ggml_cpool_call call) {
 }
 
 bool call_from_name(const char * text, ggml_cpool_call * call) {
-    int i = -1;
-    for (size_t c = 0; text != nullptr && c < GGML_CPOOL_CALL_COUNT && i < 0; c++) {
-        i = strcmp(text, CALL_NAMES[c]) == 0 ? int(c) : -1; // fault specs spell calls exactly
-    }
-    if (i >= 0) {
-        *call = ggml_cpool_call(i);
-    }
-    return i >= 0;
+    return from_name(CALL_NAMES, text, call, false); // fault specs spell calls exactly
 }
 
 bool log_level_from_name(const char * text, ggml_cpool_log_level * level) {
-    int i = index_of(LEVEL_NAMES, text);
-    if (i >= 0) {
-        *level = ggml_cpool_log_level(i);
-    }
-    return i >= 0;
+    return from_name(LEVEL_NAMES, text, level);
 }
 
 void format_pool_label(ggml_cpool_platform platform, int device, char * out, size_t size) {
-    snprintf(out, size, "%s pool[%d]", platform_name(platform), device);
+    snprintf(out, size, "%s pool[%d]", platform == GGML_CPOOL_PLATFORM_HIP ? "HIP" : "CUDA", device);
 }
 
 } // namespace gcp

@@ -1,6 +1,5 @@
 #pragma once
-// Every name the module prints or reads: statuses, pool kinds, platforms, driver calls, log
-// levels, and the label ("CUDA pool[0]") that begins each line about one device's pool.
+// Every name the module prints or reads: statuses, pool kinds, driver calls, log levels, pool labels.
 
 #include "ggml-cuda-pool.h"
 #include "ggml-cuda-pool-calls.h"
@@ -17,8 +16,6 @@ const char * kind_name(ggml_cpool_kind kind);
 bool         kind_from_name(const char * text, ggml_cpool_kind * kind);
 // the kind names, for a line that asks for one: "auto, vmm, legacy, plain or async"
 const char * kind_choices();
-// "CUDA" or "HIP"
-const char * platform_name(ggml_cpool_platform platform);
 // the fault-spec name of a driver call (GGML_CPOOL_CALLS); "any" past the table
 const char * call_name(ggml_cpool_call call);
 // the call a fault-spec name says; false for no call
@@ -26,9 +23,8 @@ bool         call_from_name(const char * text, ggml_cpool_call * call);
 // the log level a name says (any case: debug, info, warn, error); false for no level
 bool         log_level_from_name(const char * text, ggml_cpool_log_level * level);
 
-// "CUDA pool[0]" or "HIP pool[1]" into out (room for POOL_LABEL_BYTES is enough)
-constexpr size_t POOL_LABEL_BYTES = 24;
-void             format_pool_label(ggml_cpool_platform platform, int device, char * out, size_t size);
+// "CUDA pool[0]" or "HIP pool[1]" into out (24 bytes are enough)
+void format_pool_label(ggml_cpool_platform platform, int device, char * out, size_t size);
 
 // the label of one line: GCP_LOG_ERROR("%s: ...", pool_label(platform, device).c_str())
 class pool_label {
@@ -37,7 +33,7 @@ class pool_label {
     const char * c_str() const { return text_; }
 
   private:
-    char text_[POOL_LABEL_BYTES];
+    char text_[24];
 };
 
 } // namespace gcp

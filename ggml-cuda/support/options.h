@@ -1,7 +1,6 @@
 #pragma once
-// The options table's names and texts (ggml-cuda-pool-options.h, where every variable the module
-// and its integrations read is a row; docs/design.md lists each one). The one getenv of the
-// project's C and C++ is here: env.h reads every row through it, by the table's rule.
+// The options table's names and texts (ggml-cuda-pool-options.h). The one getenv of the project's
+// C and C++ is here: env.h reads every row through it.
 
 #include "ggml-cuda-pool-options.h"
 

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -45,8 +44,8 @@ void field(std::vector<char> & out, const char * name) {
     out.push_back(' ');
 }
 
-class tracer {
-  public:
+// the trace being written: its state is read and written under mutex_
+struct tracer {
     static tracer & instance() {
         static tracer t;
         return t;
@@ -68,63 +67,6 @@ class tracer {
         return OK;
     }
 
-    status stop() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return close_locked();
-    }
-
-    void pool_call(const pool & p, const call & c) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (file_ == nullptr) {
-            return;
-        }
-        const tag & t = tag_of(p);
-        write(t.ctx, p.device(), t.slot, &p, c);
-    }
-
-    void ctx_call(const void * ctx, const call & c) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (file_ == nullptr) {
-            return;
-        }
-        write(ctx ? ctx_id(ctx) : NO, -1, -1, nullptr, c);
-    }
-
-    void get_pool(const void * ctx, int device, int slot, const pool * p, const call & c) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (file_ == nullptr) {
-            return;
-        }
-        const uint64_t id = ctx_id(ctx);
-        if (p != nullptr) {
-            pools_[p]  = { id, slot };
-            last_pool_ = nullptr;
-        }
-        write(id, device, slot, p, c);
-    }
-
-    uint64_t context_id(const void * ctx) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return ctx_id(ctx);
-    }
-
-    void ctx_free(uint64_t id, const call & c) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (file_ == nullptr) {
-            return;
-        }
-        write(id, -1, -1, nullptr, c);
-        for (auto it = ctxs_.begin(); it != ctxs_.end();) {
-            it = it->second == id ? ctxs_.erase(it) : std::next(it);
-        }
-        for (auto it = pools_.begin(); it != pools_.end();) {
-            it = it->second.ctx == id ? pools_.erase(it) : std::next(it);
-        }
-        last_pool_ = nullptr;
-        flush_locked();
-    }
-
-  private:
     struct tag {
         uint64_t ctx;
         int      slot;
@@ -143,9 +85,8 @@ class tracer {
         buf_.reserve(2 * FLUSH_AT);
         ctxs_.clear();
         pools_.clear();
-        last_pool_ = nullptr;
-        next_ctx_  = 1;
-        t_start_   = now_ns();
+        next_ctx_ = 1;
+        t_start_  = now_ns();
         char head[128];
         int  n = snprintf(head, sizeof(head), "%s %d\n%s\n", trace_format::MAGIC, trace_format::VERSION,
                           trace_format::COLUMNS);
@@ -162,18 +103,13 @@ class tracer {
     // the pool's context and slot; a pool created before the trace started is given a context
     // of its own and announced by a get_pool line, so that a reader knows its device and kind
     const tag & tag_of(const pool & p) {
-        if (last_pool_ == &p) {
-            return last_tag_;
-        }
         auto it = pools_.find(&p);
         if (it == pools_.end()) {
             it = pools_.emplace(&p, tag{ next_ctx_++, 0 }).first;
             call made{ op::get_pool, OK, now_ns(), 0, 0 };
             write(it->second.ctx, p.device(), 0, &p, made);
         }
-        last_pool_ = &p;
-        last_tag_  = it->second;
-        return last_tag_;
+        return it->second;
     }
 
     // one line (trace-format.h's columns); p: the pool the call concerns, or null for a context's
@@ -238,9 +174,16 @@ class tracer {
     uint64_t                                   next_ctx_ = 1;
     std::unordered_map<const void *, uint64_t> ctxs_; // handle -> id
     std::unordered_map<const pool *, tag>      pools_;
-    const pool *                               last_pool_ = nullptr; // consecutive calls mostly name one pool
-    tag                                        last_tag_{};
 };
+
+// runs f(the tracer) under its lock while a trace file is open
+template <typename F> void if_open(F && f) {
+    tracer &                    t = tracer::instance();
+    std::lock_guard<std::mutex> lock(t.mutex_);
+    if (t.file_ != nullptr) {
+        f(t);
+    }
+}
 
 } // namespace
 
@@ -256,23 +199,23 @@ status init_from_env() {
         std::string what; // the variable and value refused
     };
     static const outcome once = [] {
-        outcome r;
-        bool    timing = false;
-        r.st           = env_timing(&timing);
-        if (r.st != OK) {
-            r.what = std::string(option_name(GGML_CPOOL_OPTION_TIMING)) + "=" + option_text(GGML_CPOOL_OPTION_TIMING);
-            return r;
-        }
+        outcome      r;
+        option       o      = GGML_CPOOL_OPTION_TIMING;
+        bool         timing = false;
+        option_value file;
+        r.st = env_flag(o, &timing);
         if (timing) {
             set_timing(true);
         }
-        option_value file;
-        r.st = read_option(GGML_CPOOL_OPTION_TRACE, &file);
+        if (r.st == OK) {
+            o    = GGML_CPOOL_OPTION_TRACE;
+            r.st = read_option(o, &file);
+        }
         if (r.st == OK && file.set && !recording()) {
-            r.st = tracer::instance().start(file.path, option_name(GGML_CPOOL_OPTION_TRACE));
+            r.st = tracer::instance().start(file.path, option_name(o));
         }
         if (r.st != OK) {
-            r.what = std::string(option_name(GGML_CPOOL_OPTION_TRACE)) + "=" + option_text(GGML_CPOOL_OPTION_TRACE);
+            r.what = std::string(option_name(o)) + "=" + option_text(o);
         }
         return r;
     }();
@@ -293,7 +236,9 @@ status start(const char * path) {
 }
 
 status stop() {
-    return tracer::instance().stop();
+    tracer &                    t = tracer::instance();
+    std::lock_guard<std::mutex> lock(t.mutex_);
+    return t.close_locked();
 }
 
 void set_timing(bool on) {
@@ -301,23 +246,43 @@ void set_timing(bool on) {
 }
 
 void record(const pool & p, const call & c) {
-    tracer::instance().pool_call(p, c);
+    if_open([&](tracer & t) {
+        const tracer::tag & g = t.tag_of(p);
+        t.write(g.ctx, p.device(), g.slot, &p, c);
+    });
 }
 
 void record(const void * ctx, const call & c) {
-    tracer::instance().ctx_call(ctx, c);
+    if_open([&](tracer & t) { t.write(ctx ? t.ctx_id(ctx) : NO, -1, -1, nullptr, c); });
 }
 
 void record_get_pool(const void * ctx, int device, int slot, const pool * p, const call & c) {
-    tracer::instance().get_pool(ctx, device, slot, p, c);
+    if_open([&](tracer & t) {
+        const uint64_t id = t.ctx_id(ctx);
+        if (p != nullptr) {
+            t.pools_[p] = { id, slot };
+        }
+        t.write(id, device, slot, p, c);
+    });
 }
 
 uint64_t context_id(const void * ctx) {
-    return tracer::instance().context_id(ctx);
+    tracer &                    t = tracer::instance();
+    std::lock_guard<std::mutex> lock(t.mutex_);
+    return t.ctx_id(ctx);
 }
 
 void record_ctx_free(uint64_t id, const call & c) {
-    tracer::instance().ctx_free(id, c);
+    if_open([&](tracer & t) {
+        t.write(id, -1, -1, nullptr, c);
+        for (auto it = t.ctxs_.begin(); it != t.ctxs_.end();) { // forgets the context and its pools
+            it = it->second == id ? t.ctxs_.erase(it) : std::next(it);
+        }
+        for (auto it = t.pools_.begin(); it != t.pools_.end();) {
+            it = it->second.ctx == id ? t.pools_.erase(it) : std::next(it);
+        }
+        t.flush_locked();
+    });
 }
 
 } // namespace gcp::trace

@@ -1,9 +1,7 @@
 #pragma once
-// Tracing and timing of the calls into the module (docs/trace-and-replay.md). Off, a pool call
-// pays one well-predicted branch on a flag in the pool's first line: no clock read, no lock, no
-// process-wide line. On, every pool call is
-// timed into its pool's stats (call_ns), and while a trace records, each call becomes one line
-// (trace-format.h) through a buffered writer. The hooks sit in capi.cpp, around the public calls.
+// Tracing and timing of the calls into the module (docs/trace-and-replay.md), hooked in capi.cpp.
+// Off, a pool call pays one branch on its pool's flag; on, it is timed into its pool's stats and,
+// while a trace records, written as one line (trace-format.h).
 
 #include "../pools/pool.h"
 #include "trace-format.h"
@@ -24,8 +22,7 @@ inline bool recording() {
     return (g_mode.load(std::memory_order_relaxed) & RECORDING) != 0;
 }
 
-// GGML_CUDA_POOL_TRACE and GGML_CUDA_POOL_TIMING, read at the first call; every later call
-// answers what that reading did (a refused value fails every context creation, with a log line)
+// GGML_CUDA_POOL_TRACE and GGML_CUDA_POOL_TIMING, read once: a refused value fails every context creation
 status init_from_env();
 // a trace in progress is closed first; t_ns counts from here
 status start(const char * path);
@@ -59,9 +56,8 @@ uint64_t context_id(const void * ctx);
 // ctx_free (of the context the trace numbered id): forgets it and its pools, flushes the file
 void     record_ctx_free(uint64_t id, const call & c);
 
-// runs a pool call; when observing, times it into the pool's stats and records it. ptr and
-// actual point to the call's pointer and size as they are after it (free's arguments, alloc's
-// results), or are null
+// runs a pool call, times it into the pool's stats and records it; ptr and actual: the call's
+// pointer and size as they are after it, or null
 template <typename F>
 status observe(pool & p, op o, uint64_t size, uint64_t flags, void * const * ptr, const size_t * actual, F && run) {
     const bool     rec  = recording();
@@ -71,15 +67,9 @@ status observe(pool & p, op o, uint64_t size, uint64_t flags, void * const * ptr
     const uint64_t ns   = now_ns() - t0;
     p.add_call_ns(ns);
     if (rec) {
-        call c{ o, st, t0, ns, p.driver_calls() - drv0 };
-        c.size   = size;
-        c.flags  = flags;
-        c.ptr    = ptr ? uint64_t(reinterpret_cast<uintptr_t>(*ptr)) : NO;
-        c.actual = actual && (o != op::alloc || st == OK) ? uint64_t(*actual) : NO;
-        if (o == op::alloc && st != OK) {
-            c.ptr = NO;
-        }
-        record(p, c);
+        const bool kept = o != op::alloc || st == OK; // a refused alloc returns no pointer or size
+        record(p, { o, st, t0, ns, p.driver_calls() - drv0, size, flags, actual && kept ? uint64_t(*actual) : NO,
+                    ptr && kept ? uint64_t(reinterpret_cast<uintptr_t>(*ptr)) : NO });
     }
     return st;
 }
