@@ -1,12 +1,13 @@
 """Every table the docs print, by name: what it shows, the files it comes from, and its
 generator. A table reads one family of files (FAMILIES) from the GPU sessions that hold it, as
-each session's docs/results/h200-COMMIT.json declares (scripts/results/source.py): a table of
+each session's docs/results/CARD-COMMIT.json declares (scripts/results/source.py): a table of
 several sessions takes every session holding its family, oldest first; a table of one session
 takes the newest. A new session is its tarball and its JSON file; a new table, a function of its
 family's file and one entry here."""
 
 import collections
 import functools
+import os
 
 from . import benchmarks, headline, longctx, pairs, pressure, rounds, rpc, runs, serve, source, speculative, speed, text
 
@@ -61,7 +62,7 @@ def pooled():
 
 
 def tarballs(*commits):
-    return ", ".join(f"docs/results/h200-{c}.tar.xz" for c in commits)
+    return ", ".join(os.path.relpath(source.session_path(c), source.ROOT) for c in commits)
 
 
 def files(family, what, newest=False):

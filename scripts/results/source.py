@@ -1,8 +1,8 @@
 """A results folder, read in place: a directory (scripts/llama.sh's results), or a GPU session's
-tarball, docs/results/h200-<commit>.tar.xz, never unpacked. A file's name is its path inside the
+tarball, docs/results/<card>-<commit>.tar.xz (h200, h100), never unpacked. A file's name is its path inside the
 folder, '/'-separated, without a leading './' (the tarballs differ there).
 
-Beside each tarball, h200-<commit>.json says what the session holds:
+Beside each tarball, <card>-<commit>.json says what the session holds:
 
     {"date": "2026-12-02T09:51:12+00:00", "families": ["speed", "greedy"],
      "layout": {"configs": ["ggml", "legacy"], "depths": [0, 4096, 32768]}, "note": "..."}
@@ -82,9 +82,17 @@ def open_folder(path, label=None):
     return directory(path, label) if os.path.isdir(path) else tarball(path, label)
 
 
+SESSION_GLOB = "h[0-9]00-"  # a session's file name starts with its card: h200-, h100-
+
+
+def session_path(commit):
+    """the GPU session's tarball: docs/results/<card>-<commit>.tar.xz"""
+    return glob.glob(os.path.join(ROOT, RESULTS, f"{SESSION_GLOB}{commit}.tar.xz"))[0]
+
+
 def session(commit):
-    """the GPU session of that commit: docs/results/h200-<commit>.tar.xz, labelled by its commit"""
-    return open_folder(os.path.join(ROOT, RESULTS, f"h200-{commit}.tar.xz"), commit)
+    """the GPU session of that commit, labelled by its commit"""
+    return open_folder(session_path(commit), commit)
 
 
 class Declared:
@@ -92,7 +100,7 @@ class Declared:
 
     def __init__(self, path):
         self.path = os.path.relpath(path, ROOT)
-        self.commit = os.path.basename(path)[len("h200-"):-len(".json")]
+        self.commit = os.path.basename(path)[len("h200-"):-len(".json")]  # every card's name is as long
         try:
             with open(path) as f:
                 data = json.load(f)
@@ -103,13 +111,13 @@ class Declared:
 
 def declared():
     """every session's JSON under docs/results, in date order"""
-    found = [Declared(p) for p in glob.glob(os.path.join(ROOT, RESULTS, "h200-*.json"))]
+    found = [Declared(p) for p in glob.glob(os.path.join(ROOT, RESULTS, SESSION_GLOB + "*.json"))]
     return sorted(found, key=lambda d: (datetime.datetime.fromisoformat(d.date), d.commit))
 
 
 def unpaired():
     """[(file, the file missing beside it)]: a tarball without its JSON, a JSON without its tarball"""
-    names = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, RESULTS, "h200-*"))}
+    names = {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, RESULTS, SESSION_GLOB + "*"))}
     pairs = [(".tar.xz", ".json"), (".json", ".tar.xz")]
     return sorted((os.path.join(RESULTS, n), n[:-len(have)] + want) for n in names for have, want in pairs
                   if n.endswith(have) and n[:-len(have)] + want not in names)
