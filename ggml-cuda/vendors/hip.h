@@ -18,6 +18,7 @@
 #define cudaGetErrorString          hipGetErrorString
 #define cudaGetLastError            hipGetLastError
 #define cudaMalloc                  hipMalloc
+#define cudaMemGetInfo              hipMemGetInfo
 #define cudaMemcpy                  hipMemcpy
 #define cudaMemcpyDeviceToHost      hipMemcpyDeviceToHost
 #define cudaMemset                  hipMemset
