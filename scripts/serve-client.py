@@ -11,12 +11,17 @@ the connection refused, reset or closed).
              ends). The phase ends when its last request has returned, or after --max-stretch s.
     after    prompts of 16 to 3000 tokens, once the trouble is over
 
+--spike-s W gives the trouble a fixed length instead: it lasts W s from its start, whenever the
+requests return; --spike-at start opens it before the first phase (the server idling after
+start-up), else it opens with the during phase. The after phase waits for it to end.
+
 Every request generates 32 to 200 tokens (ignore_eos) through /completion, with prompt caching
 off; lengths come from --seed. Prompts are words of one token each, so their lengths hold to a
 few tokens. One JSON line per request goes to --out, then a summary line; the summary is also
 printed. Standard library only.
 
     serve-client.py --port 8090 --out serve.jsonl [--hold 'hold-memory 64'] [--window FILE]
+                    [--spike-s 3 [--spike-at start]]
 """
 import argparse
 import json
@@ -35,6 +40,7 @@ WORDS = ("the of and to in is that for it as was with be by on not he this are o
          "an they you were her she there one all we their has been if more when will would who so no").split()
 PHASES = (("before", 16, 1000), ("during", 1500, 3000), ("after", 16, 3000))
 GENERATED = (32, 200)
+OPENS_WITH = {"start": "before", "during": "during"}  # --spike-at: the phase the trouble opens with
 HEALTH_TIMEOUT = 5.0  # s: a server that does not answer /health in this long is not serving
 
 
@@ -91,6 +97,20 @@ class Trouble:
     def __init__(self, hold, window):
         self.hold, self.window, self.proc = hold, window, None
         self.opened = self.closed = None
+        self.lock, self.timer = threading.Lock(), None
+
+    def open_for(self, seconds):
+        """opens the trouble, where there is one; with seconds, a timer closes it then"""
+        if not (self.hold or self.window):
+            return
+        self.open()
+        if seconds:
+            self.timer = threading.Timer(seconds, self.close)
+            self.timer.start()
+
+    def wait_closed(self):
+        if self.timer:
+            self.timer.join()
 
     def open(self):
         if self.hold:
@@ -104,6 +124,12 @@ class Trouble:
         self.opened = time.time()
 
     def close(self):
+        with self.lock:  # the timer's and the phase's close: the first one closes
+            if self.opened is None or self.closed is not None:
+                return
+            self._close()
+
+    def _close(self):
         if self.proc:
             os.killpg(self.proc.pid, signal.SIGTERM)  # the shell and the co-tenant it started
             self.proc.wait()
@@ -144,11 +170,15 @@ def summarize(records, trouble, t0, t1, alive_after):
         ph = by.setdefault(r["phase"], {"completed": 0, "error": 0, "lost": 0, "predicted": 0})
         ph[r["outcome"]] += 1
         ph["predicted"] += r.get("predicted_n") or 0
+        if trouble.opened and r["start"] < trouble.closed and r["end"] > trouble.opened:
+            r["met_trouble"] = True  # in flight during the stretch
+            ph["met_trouble_" + r["outcome"]] = ph.get("met_trouble_" + r["outcome"], 0) + 1
     messages = sorted({r["message"] for r in records if r["outcome"] != "completed"})
     total = sum(p["predicted"] for p in by.values())
     return {"summary": True, "phases": by, "alive_after": alive_after, "wall_s": round(t1 - t0, 2),
             "generated_tokens": total, "generated_per_s": round(total / max(t1 - t0, 1e-9), 1),
             "stretch_s": round(trouble.closed - trouble.opened, 2) if trouble.opened else None,
+            "stretch_from_s": round(trouble.opened - t0, 2) if trouble.opened else None,
             "messages": messages[:8]}
 
 
@@ -164,20 +194,28 @@ def main():
     ap.add_argument("--max-stretch", type=float, default=120.0, help="s the during phase (and its trouble) lasts at most")
     ap.add_argument("--hold", help="a co-tenant command for the during phase")
     ap.add_argument("--window", help="a file that exists during the during phase")
+    ap.add_argument("--spike-s", type=float, help="the trouble lasts this long, whenever the requests return")
+    ap.add_argument("--spike-at", choices=("start", "during"), default="during",
+                    help="start: the trouble opens before the first phase, while the server idles")
     args = ap.parse_args()
 
     base = f"http://{args.host}:{args.port}"
     rng = random.Random(args.seed)
     records, trouble = [], Trouble(args.hold, args.window)
     t0 = time.time()
-    for phase, lo, hi in PHASES:
-        if phase == "during":
-            trouble.open()
-        try:
+    try:
+        for phase, lo, hi in PHASES:
+            if phase == OPENS_WITH[args.spike_at]:
+                trouble.open_for(args.spike_s)
+            if phase == "after":
+                trouble.wait_closed()
             run_phase(base, phase, lo, hi, args, rng, records)
-        finally:
-            if phase == "during":
+            if phase == "during" and not args.spike_s:
                 trouble.close()
+    finally:
+        if trouble.timer:
+            trouble.timer.cancel()
+        trouble.close()
     t1 = time.time()
     summary = summarize(records, trouble, t0, t1, alive(base))
     with open(args.out, "w") as f:

@@ -9,10 +9,13 @@
 #             window  a fault window over the during phase (GGML_CUDA_POOL_FAULT=while=FILE: every
 #                     driver allocation refused while FILE exists); the module's pools only, the
 #                     fault driver being theirs
-#           SERVE_CASES ("free spike window") picks; per run $RESULTS/serve-<config>-<case>.* (a spike's
-#           case named with its free MiB, spike-h64):
+#           SERVE_CASES ("free spike window") picks. spike:W and window:W last W s from their start
+#           whenever the requests return, spike:W:start and window:W:start start before the first
+#           phase, while the server idles after start-up. Per run $RESULTS/serve-<config>-<case>.*
+#           (a case named with its free MiB and length: spike-h64, spike-h16-w3-start, window-w3):
 #           .jsonl the client's records and summary, .log the server's, .stats its pools' lines,
-#           .smi the GPU's memory every 50 ms, .mem the server's memory before it stops. SERVE_ROUND=R
+#           .smi the GPU's memory every 50 ms, .up start-up's seconds and the server's memory then,
+#           .mem the server's memory before it stops. SERVE_ROUND=R
 #           puts a round's files in $RESULTS/serve-rR/ instead, where the pairs table reads rounds, and
 #           starts the configurations' order at the R-th (as the pairs rounds rotate it).
 #           The window case runs for SERVE_WINDOW_CONFIGS (the module's configurations of
@@ -27,18 +30,22 @@ SERVE_START_TIMEOUT=${SERVE_START_TIMEOUT:-300} # s: loading the model and its w
 # the server of configuration $1 for case $2 on port $3 (files $RESULTS/$4.*); its pid in SERVE_PID
 serve_start() {
     local config=$1 case=$2 port=$3 tag=$4 fault=()
-    [ "$case" = window ] && fault=(GGML_CUDA_POOL_FAULT="while=$RESULTS/$tag.window")
+    [ "${case%%:*}" = window ] && fault=(GGML_CUDA_POOL_FAULT="while=$RESULTS/$tag.window")
     rm -f "$RESULTS/$tag".{stats,log,window}
     env $(pool_env "$config") "${fault[@]}" CUDA_VISIBLE_DEVICES=$GPU GGML_CUDA_POOL_STATS="$RESULTS/$tag.stats" \
         "$BIN/llama-server" -m "$MODELS/${SERVE_MODEL:-8b-q8_0}.gguf" -ngl 99 -fa on -ctk q8_0 -ctv q8_0 \
         -c "${SERVE_CTX:-65536}" -np "$SERVE_PARALLEL" --host 127.0.0.1 --port "$port" ${SERVE_ARGS:-} \
         >"$RESULTS/$tag.log" 2>&1 &
     SERVE_PID=$!
-    local t
-    for t in $(seq 1 $((SERVE_START_TIMEOUT * 2))); do
+    local t t0
+    t0=$(date +%s.%N)
+    for t in $(seq 1 $((SERVE_START_TIMEOUT * 10))); do
         kill -0 "$SERVE_PID" 2>/dev/null || break
-        serve_healthy "$port" && return 0
-        sleep 0.5
+        if serve_healthy "$port"; then # start-up's time and the server's device memory then
+            echo "start_s $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') used_mib $(serve_mib "$SERVE_PID")" >"$RESULTS/$tag.up"
+            return 0
+        fi
+        sleep 0.1
     done
     stop_bg "$SERVE_PID"
     die "llama-server ($config) did not start: $(tail -3 "$RESULTS/$tag.log")"
@@ -50,12 +57,17 @@ serve_healthy() {
         >/dev/null 2>&1
 }
 
+# the device memory of process $1 (nvidia-smi), MiB
+serve_mib() {
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+        awk -F', ' -v p="$1" '$1 == p { print $2 }'
+}
+
 # the server's device memory (nvidia-smi) into $RESULTS/$1.mem, then SIGTERM: it shuts down and its
 # pools write their stats lines
 serve_stop() {
     local pid=$1 tag=$2
-    echo "used_mib $(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
-        awk -F', ' -v p="$pid" '$1 == p { print $2 }')" >"$RESULTS/$tag.mem"
+    echo "used_mib $(serve_mib "$pid")" >"$RESULTS/$tag.mem"
     kill -TERM "$pid" 2>/dev/null
     local t
     for t in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -64,17 +76,23 @@ serve_stop() {
     echo "exit $?" >>"$RESULTS/$tag.mem"
 }
 
-# a run's files: $RESULTS/$(serve_tag CONFIG CASE).*; a spike's name its free MiB (spike-h64)
-serve_tag() { echo "serve-$(tag_of "$1")-$2$([ "$2" = spike ] && echo "-h${SERVE_SPIKE_FREE:-64}")"; }
+# a run's files: $RESULTS/$(serve_tag CONFIG CASE).*; a case KIND[:W[:start]] named KIND[-hH][-wW][-start]
+serve_tag() {
+    local kind w at
+    IFS=: read -r kind w at <<<"$2"
+    echo "serve-$(tag_of "$1")-$kind$([ "$kind" = spike ] && echo "-h${SERVE_SPIKE_FREE:-64}")${w:+-w$w}${at:+-$at}"
+}
 
 # one run: configuration $1, case $2, port $3
 serve_run() {
-    local config=$1 case=$2 port=$3 tag trouble=()
+    local config=$1 case=$2 port=$3 tag trouble=() kind w at
     tag=$(serve_tag "$1" "$2")
-    case $case in
+    IFS=: read -r kind w at <<<"$case"
+    case $kind in
         spike) trouble=(--hold "CUDA_VISIBLE_DEVICES=$GPU $WORK/hold-memory ${SERVE_SPIKE_FREE:-64}") ;;
         window) trouble=(--window "$RESULTS/$tag.window") ;;
     esac
+    [ -n "$w" ] && trouble+=(--spike-s "$w" --spike-at "${at:-during}")
     serve_start "$config" "$case" "$port" "$tag"
     local pid=$SERVE_PID
     sample_start "$RESULTS/$tag.smi"
@@ -96,13 +114,15 @@ step_serve() {
     local cases=${SERVE_CASES:-free spike window} c k
     SERVE_WINDOW_CONFIGS=${SERVE_WINDOW_CONFIGS:-$(for c in $SERVE_CONFIGS; do [[ $c == ggml* ]] || echo "$c"; done)}
     # the window runs first where they go side by side: the others then have the GPU to themselves
-    if [[ " $cases " == *" window "* ]] && [ "${SERVE_WINDOW_CONFIGS_AT_ONCE:-1}" -gt 1 ]; then
-        serve_windows_at_once
+    if [ "${SERVE_WINDOW_CONFIGS_AT_ONCE:-1}" -gt 1 ]; then
+        for k in $cases; do
+            [ "${k%%:*}" = window ] && serve_windows_at_once "$k"
+        done
     fi
     for k in $cases; do
         # no fault driver under ggml's pools: the window is the module's. A round's order rotates
         # with its number, as the pairs rounds' does, so that no configuration always goes first
-        for c in $([ "$k" = window ] && echo $SERVE_WINDOW_CONFIGS || CONFIGS=$SERVE_CONFIGS round_order "${SERVE_ROUND:-1}"); do
+        for c in $([ "${k%%:*}" = window ] && echo $SERVE_WINDOW_CONFIGS || CONFIGS=$SERVE_CONFIGS round_order "${SERVE_ROUND:-1}"); do
             serve_done "$c" "$k" && continue
             past_deadline "serve $c $k" && return 0
             serve_run "$c" "$k" "$SERVE_PORT"
@@ -110,16 +130,16 @@ step_serve() {
     done
 }
 
-# the window case of every module configuration, SERVE_WINDOW_CONFIGS_AT_ONCE at a time, a port each
+# window case $1 of every module configuration, SERVE_WINDOW_CONFIGS_AT_ONCE at a time, a port each
 serve_windows_at_once() {
     local pending=() running=() port=$SERVE_PORT c
     for c in $SERVE_WINDOW_CONFIGS; do
-        serve_done "$c" window || pending+=("$c")
+        serve_done "$c" "$1" || pending+=("$c")
     done
     for c in "${pending[@]}"; do
-        past_deadline "serve $c window" && break
+        past_deadline "serve $c $1" && break
         port=$((port + 1))
-        (serve_run "$c" window "$port") &
+        (serve_run "$c" "$1" "$port") &
         running+=($!)
         if [ ${#running[@]} -ge "$SERVE_WINDOW_CONFIGS_AT_ONCE" ]; then
             wait "${running[0]}"

@@ -131,3 +131,46 @@ def trouble(folder, case):
         return markdown.table(TROUBLE_COLUMNS, trouble_rows(folder, case))
     rows = [row for c in spikes(folder) for row in trouble_rows(folder, c, c.split("-h")[1])]
     return markdown.table(["MiB left free"] + TROUBLE_COLUMNS, rows)
+
+
+def timed_cases(folder):
+    """the runs of a fixed length (serve.sh's spike:W[:start], window:W[:start]), by kind, MiB, W, moment:
+    ['spike-h16-w1', 'spike-h16-w3-start', 'window-w3']"""
+    found = {m.group(1) for _, m in folder.match(r"serve-[^/]+-((?:spike-h\d+|window)-w[\d.]+(?:-start)?)\.jsonl")}
+
+    def order(case):
+        h, w = re.search(r"-h(\d+)", case), re.search(r"-w([\d.]+)", case)
+        return case.startswith("window"), case.endswith("-start"), -int(h.group(1)) if h else 0, float(w.group(1))
+    return sorted(found, key=order)
+
+
+def describe(case):
+    """'co-tenant, 16 MiB free, 3 s from start-up' for spike-h16-w3-start"""
+    h, w = re.search(r"-h(\d+)", case), re.search(r"-w([\d.]+)", case).group(1)
+    what = f"co-tenant, {h.group(1)} MiB free" if h else "fault window"
+    return f"{what}, {w} s " + ("from start-up" if case.endswith("-start") else "mid-run")
+
+
+def timed(folder):
+    """(d) a stretch of fixed length: every request's fate (served, served while in flight during the
+    stretch, compute error, lost), the server's, and what the pools' wait did (waits served of waits,
+    ms waited)"""
+    rows = []
+    for case in timed_cases(folder):
+        for tag in configs(folder, case):
+            got = records(folder, tag, case)
+            if got is None:
+                continue
+            reqs, s = got
+            c = {k: sum(counts(reqs, p)[k] for p in PHASES) for k in ("served", "compute", "lost", "error", "all")}
+            late = sum(1 for r in reqs if r.get("met_trouble") and outcome(r) == "served")
+            kvs = pools(folder, tag, case)
+            waits = (f"{lines.total(kvs, 'waits_served'):.0f} of {lines.total(kvs, 'waits'):.0f} "
+                     f"({lines.total(kvs, 'wait_ms'):.0f})") if kvs else "-"
+            rows.append([describe(case), tag, f"{c['all']}", f"{c['served']} ({late})", f"{c['compute']}",
+                         f"{c['lost'] + c['error']}", "alive" if s["alive_after"] else "**dead**",
+                         f"{s['stretch_s']}", waits, server_mib(folder, tag, case) if s["alive_after"] else "-",
+                         logs.aborted(folder.text(f"serve-{tag}-{case}.log", "")) or ""])
+    return markdown.table(["stretch", "configuration", "requests", "served (in flight during the stretch)",
+                           "compute error", "lost", "server after", "stretch s", "waits served of waits (ms waited)",
+                           "server MiB after", "the refusal (the server's log)"], rows)

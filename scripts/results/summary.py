@@ -32,6 +32,7 @@ def sections(folder):
          lambda: serve.trouble(folder, "spike")),
         ("llama-server, a fault window over the during phase", has("serve-", "-window.jsonl"),
          lambda: serve.trouble(folder, "window")),
+        ("llama-server, a stretch of fixed length", bool(serve.timed_cases(folder)), lambda: serve.timed(folder)),
     ]
     return [(heading, render()) for heading, present, render in found if present]
 
