@@ -15,6 +15,11 @@ the connection refused, reset or closed).
 requests return; --spike-at start opens it before the first phase (the server idling after
 start-up), else it opens with the during phase. The after phase waits for it to end.
 
+--soak S replaces the three phases with one, "soak": PARALLEL workers send requests for S s (a
+request starts only before then), prompts of 16 to 3000 tokens; a worker stops early where the
+server is gone. Its summary adds the latency of the requests completed (latency_p50_s,
+latency_p99_s); the same --seed sends the same requests in the same order.
+
 Every request generates 32 to 200 tokens (ignore_eos) through /completion, with prompt caching
 off; lengths come from --seed. Prompts are words of one token each, so their lengths hold to a
 few tokens. One JSON line per request goes to --out, then a summary line; the summary is also
@@ -22,9 +27,11 @@ printed. Standard library only.
 
     serve-client.py --port 8090 --out serve.jsonl [--hold 'hold-memory 64'] [--window FILE]
                     [--spike-s 3 [--spike-at start]]
+    serve-client.py --port 8090 --out soak.jsonl --soak 300
 """
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -40,6 +47,7 @@ WORDS = ("the of and to in is that for it as was with be by on not he this are o
          "an they you were her she there one all we their has been if more when will would who so no").split()
 PHASES = (("before", 16, 1000), ("during", 1500, 3000), ("after", 16, 3000))
 GENERATED = (32, 200)
+SOAK_PROMPT = (16, 3000)  # the soak's prompts: the lengths of every phase at once
 OPENS_WITH = {"start": "before", "during": "during"}  # --spike-at: the phase the trouble opens with
 HEALTH_TIMEOUT = 5.0  # s: a server that does not answer /health in this long is not serving
 
@@ -164,6 +172,44 @@ def run_phase(base, phase, lo, hi, args, rng, records):
         t.join(max(0.0, deadline - time.time()))
 
 
+def run_soak(base, args, rng, records):
+    """requests from PARALLEL workers until --soak s have passed, drawn in order from one generator"""
+    deadline = time.time() + args.soak
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if time.time() >= deadline:
+                    return
+                n_prompt, n_predict = rng.randint(*SOAK_PROMPT), rng.randint(*GENERATED)
+                text = prompt(rng, n_prompt)
+            rec = one_request(base, "soak", n_prompt, n_predict, text, args.timeout)
+            with lock:
+                records.append(rec)
+            if rec["outcome"] == "lost" and not alive(base):
+                return  # the server is gone: every later request would only be refused
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(args.parallel)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def percentile(values, p):
+    """the nearest-rank p-th percentile, None of no values"""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)], 3)
+
+
+def latencies(records):
+    done = [r["end"] - r["start"] for r in records if r["outcome"] == "completed"]
+    return {"latency_p50_s": percentile(done, 50), "latency_p99_s": percentile(done, 99)}
+
+
 def summarize(records, trouble, t0, t1, alive_after):
     by = {}
     for r in records:
@@ -182,6 +228,23 @@ def summarize(records, trouble, t0, t1, alive_after):
             "messages": messages[:8]}
 
 
+def run_phases(base, args, rng, records, trouble):
+    """the three phases, the trouble over the during one (or for --spike-s s)"""
+    try:
+        for phase, lo, hi in PHASES:
+            if phase == OPENS_WITH[args.spike_at]:
+                trouble.open_for(args.spike_s)
+            if phase == "after":
+                trouble.wait_closed()
+            run_phase(base, phase, lo, hi, args, rng, records)
+            if phase == "during" and not args.spike_s:
+                trouble.close()
+    finally:
+        if trouble.timer:
+            trouble.timer.cancel()
+        trouble.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--host", default="127.0.0.1")
@@ -197,27 +260,21 @@ def main():
     ap.add_argument("--spike-s", type=float, help="the trouble lasts this long, whenever the requests return")
     ap.add_argument("--spike-at", choices=("start", "during"), default="during",
                     help="start: the trouble opens before the first phase, while the server idles")
+    ap.add_argument("--soak", type=float, help="one phase of requests for this many s instead of the three")
     args = ap.parse_args()
 
     base = f"http://{args.host}:{args.port}"
     rng = random.Random(args.seed)
     records, trouble = [], Trouble(args.hold, args.window)
     t0 = time.time()
-    try:
-        for phase, lo, hi in PHASES:
-            if phase == OPENS_WITH[args.spike_at]:
-                trouble.open_for(args.spike_s)
-            if phase == "after":
-                trouble.wait_closed()
-            run_phase(base, phase, lo, hi, args, rng, records)
-            if phase == "during" and not args.spike_s:
-                trouble.close()
-    finally:
-        if trouble.timer:
-            trouble.timer.cancel()
-        trouble.close()
+    if args.soak:
+        run_soak(base, args, rng, records)
+    else:
+        run_phases(base, args, rng, records, trouble)
     t1 = time.time()
     summary = summarize(records, trouble, t0, t1, alive(base))
+    if args.soak:
+        summary.update(latencies(records))
     with open(args.out, "w") as f:
         for r in sorted(records, key=lambda r: r["start"]):
             f.write(json.dumps(r) + "\n")
