@@ -14,8 +14,9 @@
 #   longctx longctx_budget               llama/longctx.sh   the K/V conversions over long contexts
 #   rpc                                  llama/rpc.sh       the RPC backend: servers, clients, a killed server
 #   serve                                llama/serve.sh     llama-server under load, a memory spike, a fault window
+#   spikes                               llama/spikes.sh    llama-server for minutes beside random memory spikes
 #
-#   scripts/llama.sh [step ...]     (default: every step but cotenant, longctx, rpc and serve, in that order)
+#   scripts/llama.sh [step ...]     (default: every step but cotenant, longctx, rpc, serve and spikes, in that order)
 #
 # Every step is resumable: what finished leaves its result under $LLAMA_WORK/results and is not
 # run again (delete the file to redo it); build outputs and models stay in $LLAMA_WORK, outside
@@ -48,7 +49,7 @@ mkdir -p "$RESULTS" "$MODELS"
 export LD_LIBRARY_PATH=$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 
-for part in lib setup checks bench pressure longctx rpc serve; do
+for part in lib setup checks bench pressure longctx rpc serve spikes; do
     . "$ROOT/scripts/llama/$part.sh"
 done
 

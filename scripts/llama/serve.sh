@@ -103,14 +103,19 @@ serve_run() {
     say "serve: $config $case: $(tail -1 "$RESULTS/$tag.jsonl" 2>/dev/null)"
 }
 
+# the co-tenant, $WORK/hold-memory, built where it is not
+serve_hold_memory() {
+    command -v nvcc >/dev/null || [ -x "$WORK/hold-memory" ] || die "nvcc builds hold-memory"
+    [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
+}
+
 serve_done() { [ -s "$RESULTS/$(serve_tag "$1" "$2").mem" ] && grep -qs '"summary"' "$RESULTS/$(serve_tag "$1" "$2").jsonl"; }
 
 step_serve() {
     [ -x "$BIN/llama-server" ] || die "no llama-server: the build step makes it (LLAMA_BUILD_SERVER=ON)"
     local RESULTS=$RESULTS${SERVE_ROUND:+/serve-r$SERVE_ROUND} # every function below writes there
     mkdir -p "$RESULTS"
-    command -v nvcc >/dev/null || [ -x "$WORK/hold-memory" ] || die "nvcc builds hold-memory"
-    [ -x "$WORK/hold-memory" ] || nvcc -O2 -o "$WORK/hold-memory" "$ROOT/scripts/hold-memory.cu" || die "hold-memory"
+    serve_hold_memory
     local cases=${SERVE_CASES:-free spike window} c k
     SERVE_WINDOW_CONFIGS=${SERVE_WINDOW_CONFIGS:-$(for c in $SERVE_CONFIGS; do [[ $c == ggml* ]] || echo "$c"; done)}
     # the window runs first where they go side by side: the others then have the GPU to themselves
