@@ -1,7 +1,7 @@
 """The tables of one results folder (scripts/llama.sh summary): every table family that finds
 its files there, each under a heading."""
 
-from . import pairs, pressure, rounds, runs, serve, speculative, speed
+from . import pairs, pressure, rounds, runs, serve, soak, speculative, speed
 
 
 def sections(folder):
@@ -33,6 +33,8 @@ def sections(folder):
         ("llama-server, a fault window over the during phase", has("serve-", "-window.jsonl"),
          lambda: serve.trouble(folder, "window")),
         ("llama-server, a stretch of fixed length", bool(serve.timed_cases(folder)), lambda: serve.timed(folder)),
+        ("llama-server for minutes, calm and beside random memory spikes (latency over the calm run's)",
+         bool(soak.configs(folder)), lambda: soak.table(folder)),
     ]
     return [(heading, render()) for heading, present, render in found if present]
 
