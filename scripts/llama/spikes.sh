@@ -26,13 +26,18 @@ spikes_done() {
     [ "$1" != spikes ] || [ -e "$RESULTS/soak-spikes.jsonl" ]
 }
 
+# the servers of the case running (serve_start's die leaves the ones it started before)
+SPIKES_PIDS=()
+spikes_servers_kill() { [ ${#SPIKES_PIDS[@]} -eq 0 ] || kill "${SPIKES_PIDS[@]}" 2>/dev/null; }
+
 # case $1: the servers, their clients at once (and the spikes beside them), the servers stopped
 spikes_run() {
-    local case=$1 configs=($SPIKES_CONFIGS) i pids=() clients=() tags=() spiker=
+    local case=$1 configs=($SPIKES_CONFIGS) i clients=() tags=() spiker=
+    SPIKES_PIDS=()
     for i in "${!configs[@]}"; do # one after another: each start-up's memory is its own
         tags+=("$(serve_tag "${configs[i]}" "soak-$case")")
         serve_start "${configs[i]}" "soak-$case" "$((SERVE_PORT + i + 1))" "${tags[i]}"
-        pids+=("$SERVE_PID")
+        SPIKES_PIDS+=("$SERVE_PID")
     done
     if [ "$case" = spikes ]; then
         echo "wait_ms ${GGML_CUDA_POOL_WAIT_MS:-$ADAPTER_WAIT_MS}" >"$RESULTS/soak-spikes.wait"
@@ -48,14 +53,16 @@ spikes_run() {
     wait "${clients[@]}"
     [ -n "$spiker" ] && stop_bg "$spiker" # it ends at SPIKES_S by itself; SIGTERM ends a spike in progress
     for i in "${!configs[@]}"; do
-        serve_stop "${pids[i]}" "${tags[i]}"
+        serve_stop "${SPIKES_PIDS[i]}" "${tags[i]}"
         say "spikes: ${configs[i]} $case: $(tail -1 "$RESULTS/${tags[i]}.jsonl" 2>/dev/null)"
     done
+    SPIKES_PIDS=()
 }
 
 step_spikes() {
     [ -x "$BIN/llama-server" ] || die "no llama-server: the build step makes it (LLAMA_BUILD_SERVER=ON)"
     serve_hold_memory
+    trap spikes_servers_kill EXIT # no server outlives the step, whichever way it ends
     local k
     for k in $SPIKES_CASES; do
         spikes_done "$k" && continue
