@@ -4,14 +4,15 @@ say() { printf '[llama.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { say "error: $*"; exit 1; }
 gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
 # the environment of a configuration: GGML_CUDA_POOL (ggml's own pools or a module kind), and
-# where the K/V f16 conversions live for a ":kvpool" or ":kvpool1x" one, or the captures the
-# adapter declares for a ":declared" one
+# where the K/V f16 conversions live for a ":kvpool" or ":kvpool1x" one, the captures the adapter
+# declares for a ":declared" one, or kernels loaded at first use (CUDA's default) for a ":lazy" one
 pool_env() {
     echo "GGML_CUDA_POOL=${1%%:*}"
     case $1 in
         *:kvpool) echo "GGML_CUDA_POOL_KV_F16=pool" ;;
         *:kvpool1x) echo "GGML_CUDA_POOL_KV_F16=pool-1x" ;;
         *:declared) echo "GGML_CUDA_POOL_CAPTURES=declared" ;;
+        *:lazy) echo "CUDA_MODULE_LOADING=LAZY" ;;
     esac
 }
 # a configuration as a file name part
