@@ -91,14 +91,14 @@ void ggml_cuda_cpool_check_settings() {
     if (ggml_cpool_options_check() != GGML_CPOOL_STATUS_OK) {
         cpool_adapter::end_run(); // every row is checked, the module's included: none waits for the first pool
     }
-    const cpool_adapter::settings & s = cpool_adapter::config();
-    bool module = s.pools.pools == cpool_adapter::owner::module && s.rotate.empty();
+    const cpool_adapter::settings & s      = cpool_adapter::config();
+    bool                            module = s.pools.pools == cpool_adapter::owner::module && s.rotate.empty();
     for (const cpool_adapter::choice & c : s.rotate) {
         module = module || c.pools == cpool_adapter::owner::module;
     }
-    if (module) {
-        // before CUDA starts: every kernel loads now, so that no first use needs memory a co-tenant
-        // holds (CUDA's own variable, where set, decides)
-        setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+    // before CUDA starts: every kernel loads now, so that no first use needs memory a co-tenant
+    // holds (CUDA's own variable, where set, decides)
+    if (module && setenv("CUDA_MODULE_LOADING", "EAGER", 0) != 0) {
+        GGML_LOG_WARN("ggml-cuda-pool: kernels load at first use: CUDA_MODULE_LOADING not set (%s)\n", strerror(errno));
     }
 }

@@ -2,7 +2,8 @@
 the docs print in full: speed (the rotating tg128 rounds, place-adjusted), total device memory
 (the longctx step's short run: a 32k context, the device's peak above idle), the least free
 memory a run under pressure completes with (the growing sweep), faults (the faults step) and what
-a refusal did to llama-server (the serve step: the co-tenant and the fault window)."""
+became of llama-server's requests through a stretch without memory (the serve step's stretches of
+fixed length)."""
 
 from . import markdown, pressure, runs, serve, speed, longctx
 from .stats import BASELINE
@@ -60,29 +61,25 @@ def fault_cells(folder):
 
 
 def server_cells(folder):
-    """{config: what the refusals of the serve step's spikes and window did to llama-server}, over
-    the configuration's runs and its :kvpool one's (whose conversions need memory mid-run)"""
+    """{config: what became of llama-server's requests through stretches no longer than the pools'
+    wait and through longer ones (co-tenants and fault windows of W s, mid-run and from start-up),
+    over the configuration's runs and its variants' (:kvpool, :declared, :lazy)}"""
     out = {}
     for config in ROWS:
-        lost = failed = after = after_all = 0
-        for case in serve.spikes(folder) + ["window"]:
-            for tag in (config, f"{config}-kvpool"):
-                got = serve.records(folder, tag, case)
-                if got is None:
-                    continue
-                reqs, s = got
-                during, later = serve.counts(reqs, "during"), serve.counts(reqs, "after")
-                if not s["alive_after"]:
-                    lost += during["lost"] + later["lost"]
-                elif during["compute"]:
-                    failed += during["compute"]
-                    after, after_all = after + later["served"], after_all + later["all"]
-        if lost:
-            out[config] = f"**the server dies**: {lost} requests lost"
-        elif failed:
-            out[config] = f"{failed} requests answered \"Compute error.\", the server lives: {after} of {after_all} after served"
-        else:
-            out[config] = "met no refusal"
+        parts = []
+        for label, short in (("short", True), ("long", False)):
+            got = [serve.records(folder, tag, case) for case in serve.timed_cases(folder)
+                   if (serve.length_s(case) <= serve.WAIT_S) == short
+                   for tag in serve.configs(folder, case) if serve.base_config(tag) == config]
+            got = [g for g in got if g is not None]
+            if not got:
+                continue
+            c = {k: sum(serve.counts(reqs, p)[k] for reqs, _ in got for p in serve.PHASES)
+                 for k in ("served", "compute", "lost", "all")}
+            dead = sum(1 for _, s in got if not s["alive_after"])
+            parts.append(f"{label}: {c['served']} of {c['all']} served, {c['compute']} failed, {c['lost']} lost"
+                         + (f", **the server died in {dead} of {len(got)} runs**" if dead else ""))
+        out[config] = "; ".join(parts) or "-"
     return out
 
 
@@ -95,4 +92,5 @@ def table(bench, memory_folder, pressure_folders, faults_folder, serve_folder, d
             row[1], row[4] = "1", "a refusal ends the run with a CUDA error"
     return markdown.table(["configuration", f"tg128 t/s to ggml's, place-adjusted, depth {depths}",
                            "total device memory MiB (to ggml's)", "least free H MiB it completes with",
-                           "faults", "a refusal in llama-server (co-tenant, fault window)"], rows)
+                           "faults", "llama-server's requests through a co-tenant or fault window shorter / longer than the "
+                           "pools' wait"], rows)

@@ -14,6 +14,8 @@ import re
 from . import lines, logs, markdown, stats
 
 PHASES = ("before", "during", "after")
+WAIT_S = 5  # s: the adapter's default GGML_CUDA_POOL_WAIT_MS, which the serve step's runs keep
+VARIANT = re.compile(r"-(?:kvpool1x|kvpool|declared|lazy)$")  # a configuration's suffix in its tag
 PARSER = "does not match the expected"  # the output parser's refusal of random weights' text
 COMPUTE_ERROR = "Compute error."
 
@@ -139,14 +141,24 @@ def timed_cases(folder):
     found = {m.group(1) for _, m in folder.match(r"serve-[^/]+-((?:spike-h\d+|window)-w[\d.]+(?:-start)?)\.jsonl")}
 
     def order(case):
-        h, w = re.search(r"-h(\d+)", case), re.search(r"-w([\d.]+)", case)
-        return case.startswith("window"), case.endswith("-start"), -int(h.group(1)) if h else 0, float(w.group(1))
+        h = re.search(r"-h(\d+)", case)
+        return case.startswith("window"), case.endswith("-start"), -int(h.group(1)) if h else 0, length_s(case)
     return sorted(found, key=order)
+
+
+def length_s(case):
+    """W of a fixed-length case"""
+    return float(re.search(r"-w([\d.]+)", case).group(1))
+
+
+def base_config(tag):
+    """the configuration a tag runs, without its variant: legacy for legacy-kvpool"""
+    return VARIANT.sub("", tag)
 
 
 def describe(case):
     """'co-tenant, 16 MiB free, 3 s from start-up' for spike-h16-w3-start"""
-    h, w = re.search(r"-h(\d+)", case), re.search(r"-w([\d.]+)", case).group(1)
+    h, w = re.search(r"-h(\d+)", case), f"{length_s(case):g}"
     what = f"co-tenant, {h.group(1)} MiB free" if h else "fault window"
     return f"{what}, {w} s " + ("from start-up" if case.endswith("-start") else "mid-run")
 
