@@ -25,8 +25,9 @@
 # A configuration is ggml's own pools (ggml, ggml-legacy) or a module kind, optionally with
 # ":kvpool" (the flash-attention K/V f16 conversions from the pool, GGML_CUDA_POOL_KV_F16=pool)
 # or ":kvpool1x" (the same without OVERALLOCATE, GGML_CUDA_POOL_KV_F16=pool-1x), or ":declared"
-# (the adapter declares ggml's captures, GGML_CUDA_POOL_CAPTURES=declared), or ":lazy" (kernels loaded at
-# first use, CUDA_MODULE_LOADING=LAZY, as CUDA does by default and ggml's pools run).
+# (the adapter declares ggml's captures, GGML_CUDA_POOL_CAPTURES=declared), ":lazy" (kernels loaded at
+# first use, CUDA_MODULE_LOADING=LAZY, as CUDA does by default and ggml's pools run) or ":nowait"
+# (GGML_CUDA_POOL_WAIT_MS=0); variants combine (legacy:kvpool:nowait).
 #
 # Environment: LLAMA_WORK (/tmp/llama-work), LLAMA_CPP_DIR, LLAMA_SNAPSHOT (the .tar.xz; default
 # ../shared/llama.cpp/llama.cpp-*.tar.xz), LLAMA_BUILD ($LLAMA_WORK/build), LLAMA_CMAKE_ARGS,

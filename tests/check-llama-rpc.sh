@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/build/bin" "$work/models" "$work/fake"
 : >"$work/models/1b-f16.gguf"
-port=$((20000 + $$ % 20000))
+port=$((20000 + $$ % 4000 * 10)) # ten ports of its own: tests beside it take others
 cat >"$work/build/bin/ggml-rpc-server" <<'STUB'
 #!/usr/bin/env python3
 import os, signal, socket, sys, time

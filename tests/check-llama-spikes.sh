@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/build/bin" "$work/models"
 : >"$work/models/8b-q8_0.gguf"
-port=$((20000 + $$ % 20000))
+port=$((20000 + $$ % 4000 * 10)) # ten ports of its own: tests beside it take others
 cat >"$work/build/bin/llama-server" <<'STUB'
 #!/usr/bin/env python3
 import http.server, json, os, signal, sys, time

@@ -3,20 +3,27 @@
 say() { printf '[llama.sh %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { say "error: $*"; exit 1; }
 gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
-# the environment of a configuration: GGML_CUDA_POOL (ggml's own pools or a module kind), and
-# where the K/V f16 conversions live for a ":kvpool" or ":kvpool1x" one, the captures the adapter
-# declares for a ":declared" one, or kernels loaded at first use (CUDA's default) for a ":lazy" one
+# the environment of a configuration: GGML_CUDA_POOL (ggml's own pools or a module kind), then
+# one line per variant: where the K/V f16 conversions live (":kvpool", ":kvpool1x"), the captures
+# the adapter declares (":declared"), kernels loaded at first use (":lazy", CUDA's default), or no
+# wait for memory (":nowait")
 pool_env() {
     echo "GGML_CUDA_POOL=${1%%:*}"
-    case $1 in
-        *:kvpool) echo "GGML_CUDA_POOL_KV_F16=pool" ;;
-        *:kvpool1x) echo "GGML_CUDA_POOL_KV_F16=pool-1x" ;;
-        *:declared) echo "GGML_CUDA_POOL_CAPTURES=declared" ;;
-        *:lazy) echo "CUDA_MODULE_LOADING=LAZY" ;;
-    esac
+    local v
+    for v in $(tr : ' ' <<<"${1#*:}"); do
+        [ "$v" = "${1%%:*}" ] && continue # no variant
+        case $v in
+            kvpool) echo "GGML_CUDA_POOL_KV_F16=pool" ;;
+            kvpool1x) echo "GGML_CUDA_POOL_KV_F16=pool-1x" ;;
+            declared) echo "GGML_CUDA_POOL_CAPTURES=declared" ;;
+            lazy) echo "CUDA_MODULE_LOADING=LAZY" ;;
+            nowait) echo "GGML_CUDA_POOL_WAIT_MS=0" ;;
+            *) say "unknown variant :$v of $1, left out" >&2 ;;
+        esac
+    done
 }
 # a configuration as a file name part
-tag_of() { echo "${1/:/-}"; }
+tag_of() { echo "${1//:/-}"; }
 # the configurations in round $1's order: each round starts one further along, so no configuration
 # always runs first (or last) in its round, where a round's own trend would favour it
 round_order() {

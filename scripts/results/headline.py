@@ -63,7 +63,7 @@ def fault_cells(folder):
 def server_cells(folder):
     """{config: what became of llama-server's requests through stretches no longer than the pools'
     wait and through longer ones (co-tenants and fault windows of W s, mid-run and from start-up),
-    over the configuration's runs and its variants' (:kvpool, :declared, :lazy)}"""
+    over the configuration's runs and its variants' (:kvpool, :declared, :lazy, :nowait)}"""
     out = {}
     for config in ROWS:
         parts = []

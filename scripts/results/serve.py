@@ -15,7 +15,7 @@ from . import lines, logs, markdown, stats
 
 PHASES = ("before", "during", "after")
 WAIT_S = 5  # s: the adapter's default GGML_CUDA_POOL_WAIT_MS, which the serve step's runs keep
-VARIANT = re.compile(r"-(?:kvpool1x|kvpool|declared|lazy)$")  # a configuration's suffix in its tag
+VARIANTS = re.compile(r"(?:-(?:kvpool1x|kvpool|declared|lazy|nowait))+$")  # a configuration's suffixes in its tag
 PARSER = "does not match the expected"  # the output parser's refusal of random weights' text
 COMPUTE_ERROR = "Compute error."
 
@@ -152,8 +152,8 @@ def length_s(case):
 
 
 def base_config(tag):
-    """the configuration a tag runs, without its variant: legacy for legacy-kvpool"""
-    return VARIANT.sub("", tag)
+    """the configuration a tag runs, without its variants: legacy for legacy-kvpool-nowait"""
+    return VARIANTS.sub("", tag)
 
 
 def describe(case):
