@@ -69,8 +69,8 @@ def server_cells(folder):
         parts = []
         for label, short in (("short", True), ("long", False)):
             got = [serve.records(folder, tag, case) for case in serve.timed_cases(folder)
-                   if (serve.length_s(case) <= serve.WAIT_S) == short
-                   for tag in serve.configs(folder, case) if serve.base_config(tag) == config]
+                   for tag in serve.configs(folder, case)
+                   if serve.base_config(tag) == config and (serve.length_s(case) <= serve.wait_s(tag)) == short]
             got = [g for g in got if g is not None]
             if not got:
                 continue

@@ -14,7 +14,7 @@ import re
 from . import lines, logs, markdown, stats
 
 PHASES = ("before", "during", "after")
-WAIT_S = 5  # s: the adapter's default GGML_CUDA_POOL_WAIT_MS, which the serve step's runs keep
+WAIT_S = 5  # s: the adapter's default GGML_CUDA_POOL_WAIT_MS, which the serve and spikes steps keep unless set
 VARIANTS = re.compile(r"(?:-(?:kvpool1x|kvpool|declared|lazy|nowait))+$")  # a configuration's suffixes in its tag
 PARSER = "does not match the expected"  # the output parser's refusal of random weights' text
 COMPUTE_ERROR = "Compute error."
@@ -149,6 +149,11 @@ def timed_cases(folder):
 def length_s(case):
     """W of a fixed-length case"""
     return float(re.search(r"-w([\d.]+)", case).group(1))
+
+
+def wait_s(tag):
+    """the pools' wait a run had: none under :nowait"""
+    return 0 if tag.endswith("-nowait") or "-nowait-" in tag else WAIT_S
 
 
 def base_config(tag):

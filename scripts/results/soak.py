@@ -15,7 +15,6 @@ import re
 from . import markdown, serve, stats
 
 CASES = ("calm", "spikes")
-WAIT_BUDGET_S = 5.0  # the llama.cpp adapter's default GGML_CUDA_POOL_WAIT_MS, where no .wait file says
 
 
 def configs(folder):
@@ -30,7 +29,7 @@ def spikes(folder):
 
 def budget_s(folder):
     m = re.search(r"wait_ms (\d+)", folder.text("soak-spikes.wait", ""))
-    return int(m.group(1)) / 1000 if m else WAIT_BUDGET_S
+    return int(m.group(1)) / 1000 if m else serve.WAIT_S
 
 
 def met(r, held):
