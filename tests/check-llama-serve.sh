@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# scripts/llama.sh serve with stand-ins for llama-server (an HTTP server that answers /completion;
-# under ggml's pools it dies while the co-tenant holds memory, as ggml aborts on a refusal; under
-# a module kind it answers "Compute error." while the fault window's file exists, as llama-server
-# answers a failed batch, after waiting GGML_CUDA_POOL_WAIT_MS for the window to close) and hold-memory: every case runs, ggml's server is lost to the spike with
-# every request after it, the module's server answers the window's requests with the error and
-# completes every request after it, and the summary prints the three tables.
+# scripts/llama.sh serve with the stand-ins of tests/standins (llama-server, hold-memory): every
+# case runs, ggml's server is lost to the spike with every request after it, the module's server
+# answers the window's requests with "Compute error." and completes every request after it, a
+# window within the wait is served through, and the summary prints the tables.
 #   check-llama-serve.sh PATH/TO/llama.sh
 set -u
 llama_sh=$1
@@ -14,60 +12,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/build/bin" "$work/models"
 : >"$work/models/8b-q8_0.gguf"
 port=$((20000 + $$ % 4000 * 10)) # ten ports of its own: tests beside it take others
-cat >"$work/build/bin/llama-server" <<'STUB'
-#!/usr/bin/env python3
-import http.server, json, os, signal, sys, time
-port = int(sys.argv[sys.argv.index("--port") + 1])
-pools = os.environ.get("GGML_CUDA_POOL", "")
-window = os.environ.get("GGML_CUDA_POOL_FAULT", "").partition("while=")[2]
-held = os.path.join(os.environ["LLAMA_WORK"], "held")
-waits = [0, 0, 0.0]  # waits, waits served, s waited
-def stop(*_):
-    with open(os.environ["GGML_CUDA_POOL_STATS"], "a") as f:
-        f.write(f"ggml-cuda-pool stats: context=1 device=0 slot=0 pool={pools} allocs=1000 hits=990 driver_allocs=10 "
-                "peak_live_mib=40.00 peak_reserved_mib=48.00 oom=0 call_ms=0.150 "
-                f"waits={waits[0]} waits_served={waits[1]} wait_ms={waits[2] * 1000:.1f}\n")
-    os._exit(0)
-signal.signal(signal.SIGTERM, stop)
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def answer(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def do_GET(self):
-        self.answer(200, {"status": "ok"})
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if pools.startswith("ggml") and os.path.exists(held):
-            os._exit(134)  # ggml's pool aborts on the refusal
-        waited = bool(window) and os.path.exists(window)
-        if waited:  # the pools wait up to their budget for the window to close
-            waits[0] += 1
-            t = time.time()
-            while os.path.exists(window) and time.time() - t < int(os.environ.get("GGML_CUDA_POOL_WAIT_MS", "0")) / 1000:
-                time.sleep(0.02)
-            waits[2] += time.time() - t
-        if window and os.path.exists(window):
-            print("ggml-cuda-pool: alloc of 8.00 MiB on device 0 failed (OUT_OF_MEMORY): CUDA pool[0]: alloc of 8.00 MiB "
-                  "failed: out of memory with nothing cached (0.00 MiB live); the compute fails with "
-                  "GGML_STATUS_ALLOC_FAILED", file=sys.stderr, flush=True)
-            return self.answer(500, {"error": {"code": 500, "message": "Compute error.", "type": "server_error"}})
-        waits[1] += waited
-        self.answer(200, {"timings": {"prompt_n": len(req["prompt"].split()), "predicted_n": req["n_predict"]}})
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-STUB
-cat >"$work/hold-memory" <<'STUB'
-#!/usr/bin/env bash
-trap 'rm -f "$LLAMA_WORK/held"; exit 0' TERM
-: >"$LLAMA_WORK/held"
-echo "hold-memory: holding all but $1 MiB"
-while sleep 0.05; do :; done
-STUB
-chmod +x "$work/build/bin/llama-server" "$work/hold-memory"
+cp "$(dirname "$0")/standins/llama-server" "$work/build/bin/llama-server"
+cp "$(dirname "$0")/standins/hold-memory" "$work/hold-memory"
 out=$(LLAMA_WORK=$work LLAMA_BUILD=$work/build SERVE_CONFIGS="ggml legacy" SERVE_PORT=$port SERVE_PER_PHASE=3 \
     SERVE_PARALLEL=2 timeout 300 bash "$llama_sh" serve 2>&1)
 failed=0

@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
-# scripts/llama.sh spikes with stand-ins for llama-server (an HTTP server that answers /completion
-# after a moment; under ggml's pools it dies while the co-tenant holds memory, as ggml aborts on a
-# refusal; under a module kind it waits up to GGML_CUDA_POOL_WAIT_MS for the co-tenant to go, then
-# answers "Compute error.", as llama-server answers a failed batch) and hold-memory, with short
-# spikes over a short soak: both cases run for each configuration, ggml's server dies in the
-# spikes with requests lost, legacy's lives and serves requests late, the calm runs fail nothing,
-# and the summary prints the rows.
+# scripts/llama.sh spikes with the stand-ins of tests/standins (llama-server, whose module pools
+# here wait for the co-tenant to go, and hold-memory), short spikes over a short soak: both cases
+# run for each configuration, ggml's server dies in the spikes with requests lost, legacy's lives
+# and serves requests late, the calm runs fail nothing, and the summary prints the rows.
 #   check-llama-spikes.sh PATH/TO/llama.sh
 set -u
 llama_sh=$1
@@ -15,51 +12,13 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$work/build/bin" "$work/models"
 : >"$work/models/8b-q8_0.gguf"
 port=$((20000 + $$ % 4000 * 10)) # ten ports of its own: tests beside it take others
-cat >"$work/build/bin/llama-server" <<'STUB'
-#!/usr/bin/env python3
-import http.server, json, os, signal, sys, time
-COMPUTE_S = 0.05  # a batch's time, so that requests are in flight when a spike comes
-port = int(sys.argv[sys.argv.index("--port") + 1])
-pools = os.environ.get("GGML_CUDA_POOL", "")
-held = os.path.join(os.environ["LLAMA_WORK"], "held")
-budget = int(os.environ.get("GGML_CUDA_POOL_WAIT_MS", "5000")) / 1000
-signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def answer(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-    def do_GET(self):
-        self.answer(200, {"status": "ok"})
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        time.sleep(COMPUTE_S)
-        if pools.startswith("ggml") and os.path.exists(held):
-            os._exit(134)  # ggml's pool aborts on the refusal
-        t = time.time()
-        while os.path.exists(held) and time.time() - t < budget:  # the pools wait for the memory
-            time.sleep(0.02)
-        if os.path.exists(held):
-            return self.answer(500, {"error": {"code": 500, "message": "Compute error.", "type": "server_error"}})
-        self.answer(200, {"timings": {"prompt_n": len(req["prompt"].split()), "predicted_n": req["n_predict"]}})
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
-STUB
-cat >"$work/hold-memory" <<'STUB'
-#!/usr/bin/env bash
-trap 'rm -f "$LLAMA_WORK/held"; exit 0' TERM
-: >"$LLAMA_WORK/held"
-echo "hold-memory: holding all but $1 MiB"
-while sleep 0.05; do :; done
-STUB
-chmod +x "$work/build/bin/llama-server" "$work/hold-memory"
+cp "$(dirname "$0")/standins/llama-server" "$work/build/bin/llama-server"
+cp "$(dirname "$0")/standins/hold-memory" "$work/hold-memory"
 # spikes of 0.3-2 s under a wait of 1 s: some outlast it
 run() {
     LLAMA_WORK=$work LLAMA_BUILD=$work/build SPIKES_CONFIGS="ggml legacy" SERVE_PORT=$port SERVE_PARALLEL=2 \
-        SPIKES_S=6 SPIKES_ARGS="--gap 0.5,1 --length 0.3,2" GGML_CUDA_POOL_WAIT_MS=1000 timeout 120 bash "$llama_sh" spikes 2>&1
+        SPIKES_S=6 SPIKES_ARGS="--gap 0.5,1 --length 0.3,2" GGML_CUDA_POOL_WAIT_MS=1000 \
+        STANDIN_COTENANT_REFUSES=1 STANDIN_COMPUTE_S=0.05 timeout 120 bash "$llama_sh" spikes 2>&1
 }
 out=$(run)
 failed=0
