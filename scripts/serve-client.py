@@ -17,8 +17,7 @@ start-up), else it opens with the during phase. The after phase waits for it to 
 
 --soak S replaces the three phases with one, "soak": PARALLEL workers send requests for S s (a
 request starts only before then), prompts of 16 to 3000 tokens; a worker stops early where the
-server is gone. Its summary adds the latency of the requests completed (latency_p50_s,
-latency_p99_s); the same --seed sends the same requests in the same order.
+server is gone; the same --seed sends the same requests in the same order.
 
 Every request generates 32 to 200 tokens (ignore_eos) through /completion, with prompt caching
 off; lengths come from --seed. Prompts are words of one token each, so their lengths hold to a
@@ -31,7 +30,6 @@ printed. Standard library only.
 """
 import argparse
 import json
-import math
 import os
 import random
 import signal
@@ -197,19 +195,6 @@ def run_soak(base, args, rng, records):
         t.join()
 
 
-def percentile(values, p):
-    """the nearest-rank p-th percentile, None of no values"""
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)], 3)
-
-
-def latencies(records):
-    done = [r["end"] - r["start"] for r in records if r["outcome"] == "completed"]
-    return {"latency_p50_s": percentile(done, 50), "latency_p99_s": percentile(done, 99)}
-
-
 def summarize(records, trouble, t0, t1, alive_after):
     by = {}
     for r in records:
@@ -273,8 +258,6 @@ def main():
         run_phases(base, args, rng, records, trouble)
     t1 = time.time()
     summary = summarize(records, trouble, t0, t1, alive(base))
-    if args.soak:
-        summary.update(latencies(records))
     with open(args.out, "w") as f:
         for r in sorted(records, key=lambda r: r["start"]):
             f.write(json.dumps(r) + "\n")
