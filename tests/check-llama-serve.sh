@@ -69,8 +69,8 @@ expect_in "$timed" 'serve: legacy window:1: .*"during": \{[^}]*"met_trouble_comp
 expect_in "$timed" 'serve: ggml spike:1:start: .*"before": \{"completed": 0, "error": 0, "lost": 3.*"alive_after": false.*"stretch_from_s": 0\.' \
     "ggml under a co-tenant from start-up: lost with the first requests"
 tables=$(python3 "$results_py" summary "$work/results" 2>&1)
-for want in "\| fault window, 1 s mid-run \| legacy \| 9 \| 9 \([1-3]\) \| 0 \| 0 \| alive \| 1\.[0-2] \| [1-3] of [1-3] \(" \
-    "\| co-tenant, 64 MiB free, 1 s from start-up \| ggml \| 9 \| 0 \(0\) \| 0 \| 9 \| \*\*dead\*\* \|"; do
+for want in "\| fault window, 1 s mid-run \| results \| legacy \| 9 \| 9 \([1-3]\) \| 0 \| 0 \| alive \| 1\.[0-2] \| [1-3] of [1-3] \(" \
+    "\| co-tenant, 64 MiB free, 1 s from start-up \| results \| ggml \| 9 \| 0 \(0\) \| 0 \| 9 \| \*\*dead\*\* \|"; do
     grep -qE "$want" <<<"$tables" && echo "ok   summary: $want" || { echo "FAIL summary: $want"; failed=1; }
 done
 [ "$failed" -eq 0 ] || { echo "$out"; echo "$timed"; echo "$tables"; }

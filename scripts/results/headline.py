@@ -60,17 +60,18 @@ def fault_cells(folder):
     return out
 
 
-def server_cells(folder):
+def server_cells(folders):
     """{config: what became of llama-server's requests through stretches no longer than the pools'
     wait and through longer ones (co-tenants and fault windows of W s, mid-run and from start-up),
-    over the configuration's runs and its variants' (:kvpool, :declared, :lazy, :nowait)}"""
+    over every session's runs of the configuration and its variants (:kvpool, :declared, :nowait); not
+    :lazy, the control that shows why the adapter loads every kernel at start-up}"""
     out = {}
     for config in ROWS:
         parts = []
         for label, short in (("short", True), ("long", False)):
-            got = [serve.records(folder, tag, case) for case in serve.timed_cases(folder)
+            got = [serve.records(folder, tag, case) for folder in folders for case in serve.timed_cases(folder)
                    for tag in serve.configs(folder, case)
-                   if serve.base_config(tag) == config and (serve.length_s(case) <= serve.wait_s(tag)) == short]
+                   if serve.base_config(tag) == config and "lazy" not in tag.split("-") and (serve.length_s(case) <= serve.wait_s(tag)) == short]
             got = [g for g in got if g is not None]
             if not got:
                 continue
@@ -83,9 +84,9 @@ def server_cells(folder):
     return out
 
 
-def table(bench, memory_folder, pressure_folders, faults_folder, serve_folder, depths):
+def table(bench, memory_folder, pressure_folders, faults_folder, serve_folders, depths):
     cells = (speed_cells(bench), memory_cells(memory_folder) if memory_folder else {},
-             pressure_cells(pressure_folders), fault_cells(faults_folder), server_cells(serve_folder))
+             pressure_cells(pressure_folders), fault_cells(faults_folder), server_cells(serve_folders))
     rows = [[c] + [col.get(c, "-") for col in cells] for c in ROWS]
     for row in rows:
         if row[0] == BASELINE:

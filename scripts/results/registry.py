@@ -80,8 +80,7 @@ SPEED_FILES = files("speed", "bench-*-rN.jsonl" + (f" ({', '.join(PLACED)}'s pla
                                                    "checked against rotate/)" if PLACED else ""))
 GROWING = holding("growing")
 LATER = f"; {', '.join(GROWING[1:])}'s runs where they differ from {GROWING[0]}'s" if len(GROWING) > 1 else ""
-SERVE_FILES = (f"{at('faults')}: completion-KIND-CASE.*" + (", " if at("faults") == at("stretch") else
-                                                           f"; {at('stretch')}: ") + "serve-TAG-*-wW*")
+SERVE_FILES = f"{files('faults', 'completion-KIND-CASE.*', True)}; {files('stretch', 'serve-TAG-*-wW*')}"
 
 
 # what: a sentence of the listing; sources: the files it comes from; render: () -> the Markdown
@@ -95,7 +94,7 @@ TABLES = (
           f"a co-tenant or fault window of W s, W at most the pools' wait ({serve.WAIT_S} s, short) or longer (the serve "
           "step's stretches, the configuration's runs and its variants')", SPEED_FILES + "; " +
           files("growing", "growing-*; ") + SERVE_FILES,
-          lambda: headline.table(pooled(), folder("longctx"), folders("growing"), folder("faults"), folder("stretch"),
+          lambda: headline.table(pooled(), folder("longctx"), folders("growing"), folder("faults"), folders("stretch"),
                                  "0 / 32768")),
     Table("speed-rotating", "llama-bench tg128 (1b-q8_0, -fa 1, rotating rounds), "
           f"{count(len(holding('speed')))} sessions pooled: ggml's t/s "
@@ -134,12 +133,12 @@ TABLES = (
     Table("serve-window", f"llama-server through a fault window over the second phase (while=FILE), at {at('serve')}",
           files("serve", "serve-TAG-window.*", True), lambda: serve.trouble(folder("serve"), "window")),
     Table("serve-stretch", f"llama-server (8b-q8_0, -np 8, 64k, 24 mixed requests) through a co-tenant or a fault "
-          f"window of fixed length W, mid-run or from start-up, the pools waiting up to {serve.WAIT_S} s, at "
-          f"{at('stretch')}", files("stretch", "serve-TAG-spike-hH-wW[-start].*, serve-TAG-window-wW[-start].*", True),
-          lambda: serve.timed(folder("stretch"))),
-    Table("serve-spikes", f"Four llama-servers side by side under mixed requests for minutes, calm and beside the same "
-          f"random co-tenant spikes (scripts/spikes.py), at {at('spikes')}",
-          files("spikes", "serve-TAG-soak-CASE.*, soak-spikes.jsonl", True), lambda: soak.table(folder("spikes"))),
+          f"window of fixed length W, mid-run or from start-up, the pools waiting up to {serve.WAIT_S} s unless "
+          ":nowait, per session", files("stretch", "serve-TAG-spike-hH-wW[-start].*, serve-TAG-window-wW[-start].*"),
+          lambda: serve.timed(folders("stretch"))),
+    Table("serve-spikes", "llama-servers side by side under mixed requests for minutes, calm and beside the same "
+          "random co-tenant spikes (scripts/spikes.py), per session",
+          files("spikes", "serve-TAG-soak-CASE.*, soak-spikes.jsonl"), lambda: soak.table(folders("spikes"))),
     Table("ops", "test-backend-ops -b CUDA0 per session and configuration: tests passed, FAIL lines, exit status",
           files("ops", "ops-*.txt, .log"), lambda: runs.ops(folders("ops"))),
     Table("greedy", "Greedy generation (llama-completion, 64 tokens): the text's md5 per configuration and session",

@@ -136,14 +136,16 @@ def trouble(folder, case):
 
 
 def timed_cases(folder):
-    """the runs of a fixed length (serve.sh's spike:W[:start], window:W[:start]), by kind, MiB, W, moment:
+    """the runs of a fixed length (serve.sh's spike:W[:start], window:W[:start]), in case_order:
     ['spike-h16-w1', 'spike-h16-w3-start', 'window-w3']"""
     found = {m.group(1) for _, m in folder.match(r"serve-[^/]+-((?:spike-h\d+|window)-w[\d.]+(?:-start)?)\.jsonl")}
+    return sorted(found, key=case_order)
 
-    def order(case):
-        h = re.search(r"-h(\d+)", case)
-        return case.startswith("window"), case.endswith("-start"), -int(h.group(1)) if h else 0, length_s(case)
-    return sorted(found, key=order)
+
+def case_order(case):
+    """co-tenants before fault windows, mid-run before start-up, the least memory left first, then W"""
+    h = re.search(r"-h(\d+)", case)
+    return case.startswith("window"), case.endswith("-start"), -int(h.group(1)) if h else 0, length_s(case)
 
 
 def length_s(case):
@@ -168,12 +170,12 @@ def describe(case):
     return f"{what}, {w} s " + ("from start-up" if case.endswith("-start") else "mid-run")
 
 
-def timed(folder):
-    """(d) a stretch of fixed length: every request's fate (served, served while in flight during the
-    stretch, compute error, lost), the server's, and what the pools' wait did (waits served of waits,
-    ms waited)"""
+def timed(folders):
+    """(d) a stretch of fixed length, every session's runs: every request's fate (served, served while
+    in flight during the stretch, compute error, lost), the server's, and what the pools' wait did
+    (waits served of waits, ms waited); a row per case, session and configuration"""
     rows = []
-    for case in timed_cases(folder):
+    for case, folder in sorted(((c, f) for f in folders for c in timed_cases(f)), key=lambda cf: case_order(cf[0])):
         for tag in configs(folder, case):
             got = records(folder, tag, case)
             if got is None:
@@ -184,10 +186,10 @@ def timed(folder):
             kvs = pools(folder, tag, case)
             waits = (f"{lines.total(kvs, 'waits_served'):.0f} of {lines.total(kvs, 'waits'):.0f} "
                      f"({lines.total(kvs, 'wait_ms'):.0f})") if kvs else "-"
-            rows.append([describe(case), tag, f"{c['all']}", f"{c['served']} ({late})", f"{c['compute']}",
-                         f"{c['lost'] + c['error']}", "alive" if s["alive_after"] else "**dead**",
+            rows.append([describe(case), folder.label, tag, f"{c['all']}", f"{c['served']} ({late})",
+                         f"{c['compute']}", f"{c['lost'] + c['error']}", "alive" if s["alive_after"] else "**dead**",
                          f"{s['stretch_s']}", waits, server_mib(folder, tag, case) if s["alive_after"] else "-",
                          logs.aborted(folder.text(f"serve-{tag}-{case}.log", "")) or ""])
-    return markdown.table(["stretch", "configuration", "requests", "served (in flight during the stretch)",
+    return markdown.table(["stretch", "session", "configuration", "requests", "served (in flight during the stretch)",
                            "compute error", "lost", "server after", "stretch s", "waits served of waits (ms waited)",
                            "server MiB after", "the refusal (the server's log)"], rows)

@@ -75,25 +75,28 @@ def row(folder, tag, case, got, held, budget, calm):
         fate["lost"] += o in ("lost", "error")
     p50, p99 = latency(reqs)
     over = "-" if case == "calm" else f"{ratio(p50, calm[0])} / {ratio(p99, calm[1])}"
-    return [tag, case, str(len(reqs)), str(fate["served"]), str(fate["late"]), f"{fate['long']} / {fate['other']}",
-            str(fate["lost"]), "alive" if s["alive_after"] else "**dead**", f"{seconds(p50)} / {seconds(p99)}", over,
+    return [folder.label, tag, case, str(len(reqs)), str(fate["served"]), str(fate["late"]),
+            f"{fate['long']} / {fate['other']}", str(fate["lost"]), "alive" if s["alive_after"] else "**dead**",
+            f"{seconds(p50)} / {seconds(p99)}", over,
             f"{up_mib(folder, tag, 'soak-' + case)} / {serve.server_mib(folder, tag, 'soak-' + case)}"]
 
 
-def table(folder):
-    """a row per configuration and case: requests, served, served late (in flight through a spike),
-    compute errors (in a spike longer than the wait budget / other), lost, the server after,
-    latency and its ratio to the calm run's, the server's MiB after start-up and at the end"""
-    held, budget, rows = spikes(folder), budget_s(folder), []
-    for tag in configs(folder):
-        calm = (None, None)
-        for case in CASES:
-            got = serve.records(folder, tag, "soak-" + case)
-            if got is None:
-                continue
-            if case == "calm":
-                calm = latency(got[0])
-            rows.append(row(folder, tag, case, got, held if case == "spikes" else [], budget, calm))
-    return markdown.table(["configuration", "case", "requests", "served", "served late",
-                           f"compute error (spike over {budget:g} s / other)", "lost", "server after",
-                           "p50 / p99 s", "over calm", "MiB after start-up / at the end"], rows)
+def table(folders):
+    """a row per session, configuration and case: requests, served, served late (in flight through a
+    spike), compute errors (in a spike longer than the session's wait budget / other), lost, the server
+    after, latency and its ratio to the calm run's, the server's MiB after start-up and at the end"""
+    rows = []
+    for folder in folders:
+        held, budget = spikes(folder), budget_s(folder)
+        for tag in configs(folder):
+            calm = (None, None)
+            for case in CASES:
+                got = serve.records(folder, tag, "soak-" + case)
+                if got is None:
+                    continue
+                if case == "calm":
+                    calm = latency(got[0])
+                rows.append(row(folder, tag, case, got, held if case == "spikes" else [], budget, calm))
+    return markdown.table(["session", "configuration", "case", "requests", "served", "served late",
+                           "compute error (spike over the wait / other)", "lost", "server after", "p50 / p99 s",
+                           "over calm", "MiB after start-up / at the end"], rows)

@@ -32,9 +32,9 @@ def sections(folder):
          lambda: serve.trouble(folder, "spike")),
         ("llama-server, a fault window over the during phase", has("serve-", "-window.jsonl"),
          lambda: serve.trouble(folder, "window")),
-        ("llama-server, a stretch of fixed length", bool(serve.timed_cases(folder)), lambda: serve.timed(folder)),
+        ("llama-server, a stretch of fixed length", bool(serve.timed_cases(folder)), lambda: serve.timed([folder])),
         ("llama-server for minutes, calm and beside random memory spikes (latency over the calm run's)",
-         bool(soak.configs(folder)), lambda: soak.table(folder)),
+         bool(soak.configs(folder)), lambda: soak.table([folder])),
     ]
     return [(heading, render()) for heading, present, render in found if present]
 
