@@ -71,7 +71,8 @@ def server_cells(folders):
         for label, short in (("short", True), ("long", False)):
             got = [serve.records(folder, tag, case) for folder in folders for case in serve.timed_cases(folder)
                    for tag in serve.configs(folder, case)
-                   if serve.base_config(tag) == config and "lazy" not in tag.split("-") and (serve.length_s(case) <= serve.wait_s(tag)) == short]
+                   if serve.base_config(tag) == config and "lazy" not in tag.split("-")
+                   and (serve.length_s(case) <= serve.wait_s(tag)) == short]
             got = [g for g in got if g is not None]
             if not got:
                 continue

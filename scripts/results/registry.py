@@ -92,7 +92,7 @@ TABLES = (
           "depths 0 and 32768, total device memory of a 32k context (longctx short), the least free memory "
           "above S the growing sweep completes with, the faults step, what became of llama-server's requests through "
           f"a co-tenant or fault window of W s, W at most the pools' wait ({serve.WAIT_S} s, short) or longer (the serve "
-          "step's stretches, the configuration's runs and its variants')", SPEED_FILES + "; " +
+          "step's stretches of every session, the configuration's runs and its variants' but :lazy)", SPEED_FILES + "; " +
           files("growing", "growing-*; ") + SERVE_FILES,
           lambda: headline.table(pooled(), folder("longctx"), folders("growing"), folder("faults"), folders("stretch"),
                                  "0 / 32768")),
