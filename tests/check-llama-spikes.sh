@@ -4,16 +4,7 @@
 # run for each configuration, ggml's server dies in the spikes with requests lost, legacy's lives
 # and serves requests late, the calm runs fail nothing, and the summary prints the rows.
 #   check-llama-spikes.sh PATH/TO/llama.sh
-set -u
-llama_sh=$1
-results_py=$(dirname "$llama_sh")/results.py
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p "$work/build/bin" "$work/models"
-: >"$work/models/8b-q8_0.gguf"
-port=$((20000 + $$ % 4000 * 10)) # ten ports of its own: tests beside it take others
-cp "$(dirname "$0")/standins/llama-server" "$work/build/bin/llama-server"
-cp "$(dirname "$0")/standins/hold-memory" "$work/hold-memory"
+. "$(dirname "$0")/standins/check.sh"
 # spikes of 0.3-2 s under a wait of 1 s: some outlast it
 run() {
     LLAMA_WORK=$work LLAMA_BUILD=$work/build SPIKES_CONFIGS="ggml legacy" SERVE_PORT=$port SERVE_PARALLEL=2 \
@@ -21,15 +12,6 @@ run() {
         STANDIN_COTENANT_REFUSES=1 STANDIN_COMPUTE_S=0.05 timeout 120 bash "$llama_sh" spikes 2>&1
 }
 out=$(run)
-failed=0
-expect() {
-    if grep -qE "$2" <<<"$1"; then
-        echo "ok   $3"
-    else
-        echo "FAIL $3: expected $2"
-        failed=1
-    fi
-}
 for c in ggml legacy; do
     expect "$out" "spikes: $c calm: .*\"soak\": \{\"completed\": [1-9][0-9]*, \"error\": 0, \"lost\": 0.*\"alive_after\": true" \
         "$c calm: every request completed"
