@@ -22,9 +22,9 @@ TEST(AsyncKind, OutOfMemoryTrimsThePoolAndRetriesOnce) {
     ggml_cpool_ctx_free(b);
 }
 
-// oneshot=<size> waits for an allocation made while the device pool holds unused memory that the
-// pool could give back: not the first of an empty pool, but the one after a free
-TEST(AsyncKind, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
+// oneshot=<size> waits for an allocation after the device's first, here with that one's memory
+// unused in the warm device pool
+TEST(AsyncKind, OneShotWaitsForAnEarlierAllocation) {
     sim_device          sim(sim_params(64 * MiB));
     ggml_cpool_driver_t fault = fault_over(sim.drv, "oneshot=1MiB");
     ggml_cpool_ctx_t    ctx   = make_ctx(fault, GGML_CPOOL_KIND_ASYNC);

@@ -89,21 +89,21 @@ int own_size_attempts(ggml_cpool_kind kind) {
     return kind == GGML_CPOOL_KIND_LEGACY || kind == GGML_CPOOL_KIND_PLAIN ? 1 : 0;
 }
 
-// oneshot=<size> waits for a miss made while the pool holds memory it could give back, so the
-// recovery it tests has something to recover: the seed's LRU reclaim for the legacy kind
-TEST_P(Faults, OneShotWaitsUntilThePoolHoldsMemoryToGiveBack) {
-    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=1MiB"), GGML_CPOOL_STATUS_OK);
+// oneshot=<size> waits for a miss after the device's first allocation, so that the recovery it tests
+// has memory of the pool's own to work on: the seed's LRU reclaim for the legacy kind
+TEST_P(Faults, OneShotWaitsForAnEarlierAllocation) {
+    ASSERT_EQ(ggml_cpool_driver_set_faults(fault_, "oneshot=3MiB"), GGML_CPOOL_STATUS_OK);
     log_capture log;
-    buf         large = alloc(pool_, 32 * MiB); // a miss of an empty pool: nothing to give back
-    buf         first = alloc(pool_, 2 * MiB);
+    buf         large = alloc(pool_, 32 * MiB); // the device's first allocation
+    buf         small = alloc(pool_, 1 * MiB);  // below the size
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 0u);
-    release(pool_, first);
-    buf second = alloc(pool_, 4 * MiB); // a miss with the first buffer's memory held (within the headroom)
+    release(pool_, small);
+    buf second = alloc(pool_, 8 * MiB); // a miss with the small buffer cached (within the headroom)
     EXPECT_EQ(ggml_cpool_driver_faults_fired(fault_), 1u);
     EXPECT_EQ(stats_of(pool_).oom_returned, 0u);
     if (kind_ == GGML_CPOOL_KIND_LEGACY) {
         EXPECT_EQ(log.count("trying LRU-style reclaim"), 1u);
-        EXPECT_EQ(log.count("retry succeeded after reclaiming"), 1u);
+        EXPECT_EQ(log.count("retry succeeded after reclaiming 1\\.05 MiB"), 1u);
     }
     release(pool_, second);
     release(pool_, large);

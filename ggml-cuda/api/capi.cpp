@@ -3,9 +3,6 @@
 
 #include "capi.h"
 #include "../context/quarantine.h"
-#include "../pools/async.h"
-#include "../pools/legacy.h"
-#include "../pools/vmm.h"
 #include "../trace/trace.h"
 
 namespace {
@@ -17,18 +14,6 @@ using trace_op  = gcp::trace_format::op;
 
 gcp::pool * as_pool(ggml_cpool_t p) {
     return reinterpret_cast<gcp::pool *>(p);
-}
-
-// f(the pool as its kind's class), so that its do_alloc and do_free are called without a vtable read
-template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
-    switch (as_pool(p)->kind()) {
-        case GGML_CPOOL_KIND_VMM:
-            return f(static_cast<gcp::pool_vmm &>(*as_pool(p)));
-        case GGML_CPOOL_KIND_ASYNC:
-            return f(static_cast<gcp::pool_async &>(*as_pool(p)));
-        default:
-            return f(static_cast<gcp::pool_legacy &>(*as_pool(p)));
-    }
 }
 
 // runs a context's call behind the wall; while a trace records, hands what it did to `record`
@@ -245,11 +230,11 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (as_pool(pool)->observed()) {
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
-    return guarded(__func__, [&] {
-        return as_kind(pool, [&](auto & p) {
-            return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
-        });
-    });
+    try { // guarded's wall, written out: a hit runs pool::alloc, its kind's do_alloc and take
+        return as_pool(pool)->alloc(size, flags, ptr, actual_size);
+    } catch (...) {
+        return caught(__func__);
+    }
 }
 
 ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_t limit, void ** ptr,
@@ -271,9 +256,11 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
     if (as_pool(pool)->observed()) {
         return observed_free(*as_pool(pool), ptr, actual_size);
     }
-    return guarded(__func__, [&] {
-        return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
-    });
+    try {
+        return as_pool(pool)->free(ptr, actual_size);
+    } catch (...) {
+        return caught(__func__);
+    }
 }
 
 ggml_cpool_status ggml_cpool_declare_capture(ggml_cpool_t pool, int capturing) {

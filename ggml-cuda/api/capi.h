@@ -20,10 +20,10 @@ struct ggml_cpool_ctx {
 
 namespace gcp::capi {
 
-// runs f, turning any exception (allocation failure of a bookkeeping structure) into a status
-template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
+// the status of the exception in flight (a bookkeeping structure's allocation failed), with its line
+GCP_COLD inline ggml_cpool_status caught(const char * what) {
     try {
-        return f();
+        throw;
     } catch (const std::bad_alloc &) {
         GCP_LOG_ERROR("%s: host out of memory", what);
         return GGML_CPOOL_STATUS_OUT_OF_MEMORY;
@@ -33,13 +33,21 @@ template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
     }
 }
 
+// runs f, turning any exception into a status
+template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
+    try {
+        return f();
+    } catch (...) {
+        return caught(what);
+    }
+}
+
 inline ggml_cpool_status null_arg(const char * fn, const char * arg) {
     GCP_LOG_ERROR("%s: %s is NULL", fn, arg);
     return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
 }
 
-// a driver call by device: a NULL driver or an out-of-range device is refused, and a failure is
-// cleared (it is the return value's to report)
+// a driver call by device: a NULL driver or an out-of-range device is refused
 template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_driver_t driver, int device, F && f) {
     if (driver == nullptr) {
         return null_arg(fn, "driver");
@@ -49,13 +57,7 @@ template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_
         GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, drv.device_count());
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
     }
-    return guarded(fn, [&] {
-        ggml_cpool_status st = f(drv);
-        if (st != GGML_CPOOL_STATUS_OK) {
-            drv.clear_error();
-        }
-        return st;
-    });
+    return guarded(fn, [&] { return f(drv); });
 }
 
 } // namespace gcp::capi

@@ -91,7 +91,6 @@ void context::retire(std::unique_ptr<pool> p) {
     const char * why = nullptr;
     status       st  = p->synchronize();
     if (st != OK) {
-        drv_->clear_error();
         why = "its stream could not be synchronized (kernels may still use its memory)";
     } else if (p->has_pins()) {
         p->trim(); // what no graph uses goes back; the pinned buffers stay

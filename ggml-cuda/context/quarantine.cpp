@@ -46,7 +46,6 @@ status quarantine::release() {
         entry & e  = entries_[i];
         status  st = e.drv->synchronize(e.held->device());
         if (st != OK) {
-            e.drv->clear_error();
             GCP_LOG_ERROR("%s: quarantined memory kept: synchronizing the device failed (%s)", e.held->name(),
                           status_name(st));
             result = result == OK ? st : result;

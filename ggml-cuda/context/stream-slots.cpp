@@ -28,7 +28,6 @@ bool stream_slots::valid(int device, int slot) const {
 status stream_slots::create_own(int device, int slot, stream_t * out) {
     status st = drv_.stream_create(device, out);
     if (st != OK) {
-        drv_.clear_error();
         GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_.platform(), device).c_str(),
                       slot, status_name(st));
     }
@@ -37,7 +36,6 @@ status stream_slots::create_own(int device, int slot, stream_t * out) {
 
 void stream_slots::destroy_own(int device, stream_t stream) {
     if (drv_.stream_destroy(device, stream) != OK) {
-        drv_.clear_error();
         GCP_LOG_ERROR("%s: destroying the context's stream failed", pool_label(drv_.platform(), device).c_str());
     }
 }

@@ -131,9 +131,6 @@ class cuda_primitives final : public device_primitives {
     bool error_latched() const override {
         return cudaPeekAtLastError() != cudaSuccess;
     }
-    void clear_error() override {
-        (void) cudaGetLastError();
-    }
     status free_memory(int device, size_t * free) override {
         size_t total = 0;
         return on_device(device, [&] { return checked(cudaMemGetInfo(free, &total), "cudaMemGetInfo", device); });

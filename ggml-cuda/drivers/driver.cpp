@@ -6,19 +6,6 @@ driver::driver(std::shared_ptr<device_primitives> prims) : prims_(std::move(prim
 
 driver::driver(std::shared_ptr<driver> below) : prims_(below->prims_), below_(std::move(below)) {}
 
-void driver::clear_error() {
-    latched_.store(false, std::memory_order_relaxed);
-    if (below_) {
-        below_->clear_error();
-    } else {
-        prims_->clear_error();
-    }
-}
-
-bool driver::error_latched() const {
-    return latched_.load(std::memory_order_relaxed) || (below_ ? below_->error_latched() : prims_->error_latched());
-}
-
 status driver::pool_usage(int device, size_t * reserved, size_t * used) {
     return run_mempool(call::POOL_ATTR, device, 0, [&](mempool_primitives & m) {
         uint64_t r = 0, u = 0;

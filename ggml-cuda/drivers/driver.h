@@ -1,6 +1,6 @@
 #pragma once
-// The driver every pool calls, in front of a device's primitives: it counts each call by kind and
-// latches every failure until clear_error, as CUDA's last error does. A decorator may fail a call first.
+// The driver every pool calls, in front of a device's primitives: it counts each call by kind, and
+// leaves no failure latched (the primitives clear CUDA's last error). A decorator may fail a call first.
 
 #include "primitives.h"
 
@@ -23,31 +23,6 @@ enum class call : int {
 
 constexpr size_t CALL_KINDS = size_t(call::COUNT);
 
-// what a pool could give back if a driver call it makes were refused; a one-shot fault asks
-class reclaimer {
-  public:
-    virtual size_t reclaimable() const = 0;
-
-  protected:
-    ~reclaimer() = default;
-};
-
-// names the pool whose driver calls follow on this thread, for as long as it lives
-class reclaim_scope {
-  public:
-    explicit reclaim_scope(const reclaimer & r) : prev_(current) { current = &r; }
-    ~reclaim_scope() { current = prev_; }
-    reclaim_scope(const reclaim_scope &)             = delete;
-    reclaim_scope & operator=(const reclaim_scope &) = delete;
-
-    // what the named pool could give back (0: none is named)
-    static size_t reclaimable() { return current ? current->reclaimable() : 0; }
-
-  private:
-    const reclaimer *                            prev_;
-    static inline thread_local const reclaimer * current = nullptr;
-};
-
 class driver {
   public:
     explicit driver(std::shared_ptr<device_primitives> prims);
@@ -68,9 +43,8 @@ class driver {
     status synchronize(int device) {
         return run(call::SYNCHRONIZE, device, 0, [&](device_primitives & p) { return p.synchronize(device); });
     }
-    // forget a latched error, so that it is not reported against an unrelated later call
-    void clear_error();
-    bool error_latched() const;
+    // whether a failed call left an error a later one would report (CUDA's last error): never should
+    bool error_latched() const { return prims_->error_latched(); }
 
     // virtual memory management, where vmm_supported(device)
     bool   vmm_supported(int device) const { return prims_->vmm(device) != nullptr; }
@@ -164,17 +138,19 @@ class driver {
     explicit driver(std::shared_ptr<driver> below);
     // a decorator's say before a call of size bytes goes below: OK lets it through, any other fails it
     virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
+    // a call it let through succeeded below
+    virtual void   completed(call /*c*/, int /*device*/) {}
 
   private:
     template <typename F> status run(call c, int device, size_t size, F && op) {
         status st = intercept(c, device, size);
         if (st == OK) {
             st = below_ ? below_->run(c, device, size, op) : op(*prims_);
+            if (st == OK) {
+                completed(c, device);
+            }
         }
         calls_[size_t(c)].fetch_add(1, std::memory_order_relaxed);
-        if (st != OK) {
-            latched_.store(true, std::memory_order_relaxed);
-        }
         return st;
     }
     // a call of an optional capability: UNSUPPORTED where the device has none
@@ -195,7 +171,6 @@ class driver {
     std::shared_ptr<device_primitives>            prims_; // the device's primitives, at the bottom
     std::shared_ptr<driver>                       below_; // a decorator's next driver
     std::array<std::atomic<uint64_t>, CALL_KINDS> calls_{};
-    std::atomic<bool>                             latched_{ false };
 };
 
 } // namespace gcp

@@ -35,6 +35,11 @@ bool fault_driver::window_open() const {
     return spec_.window.empty() || stat(spec_.window.c_str(), &st) == 0;
 }
 
+void fault_driver::completed(call c, int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocated_[device] += CALL_TAKES[size_t(c)] == takes::MEMORY;
+}
+
 uint64_t fault_driver::fired() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return fired_;
@@ -74,7 +79,7 @@ status fault_driver::intercept(call c, int device, size_t size) {
     }
 
     if (spec_.oneshot && !oneshot_done_ && what == takes::MEMORY && size >= spec_.oneshot_at &&
-        (spec_.oneshot_any || reclaim_scope::reclaimable() > 0)) {
+        (spec_.oneshot_any || allocated_[device] > 0)) {
         oneshot_done_ = true;
         fired_++;
         GCP_LOG_INFO("%s: injected one-shot reclaim test at %.2f MiB", name.c_str(), to_mib(size));

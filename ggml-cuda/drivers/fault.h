@@ -23,6 +23,7 @@ class fault_driver final : public driver {
 
   protected:
     status intercept(call c, int device, size_t size) override;
+    void   completed(call c, int device) override; // counts the device allocations made below
 
   private:
     bool window_open() const; // while= names no file, or its file exists
@@ -34,6 +35,8 @@ class fault_driver final : public driver {
     uint64_t           seen_any_         = 0;
     uint64_t           fired_            = 0;
     bool               oneshot_done_     = false;
+    // each device's allocations made through this driver: a one-shot waits for one
+    uint64_t           allocated_[GGML_CPOOL_MAX_DEVICES] = {};
 };
 
 } // namespace gcp

@@ -49,8 +49,6 @@ class device_primitives {
 
     // (optional) whether a failed call left an error a later call would report (CUDA's last error)
     virtual bool         error_latched() const { return false; }
-    // (optional) forgets that error
-    virtual void         clear_error() {}
     // (optional) primitives of one identity share devices, so process-wide records key on it
     virtual const void * identity() const { return this; }
     // (optional) the device's memory free now, as the driver counts it (cudaMemGetInfo)

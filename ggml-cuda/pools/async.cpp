@@ -16,11 +16,11 @@ pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream,
 }
 
 pool_async::~pool_async() {
-    release_live();
+    free_live();
     flush_reuse();
     drain(true);
     if (synchronize() != OK) {
-        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
+        say(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
     }
     release_capture_cache(true);
     warm_record::instance().release();
@@ -28,9 +28,7 @@ pool_async::~pool_async() {
 
 bool pool_async::observe(size_t pending) {
     size_t reserved = 0, used = 0;
-    status st = drv_.pool_usage(device_, &reserved, &used);
-    if (st != OK) {
-        driver_failed(); // statistics only: the allocation itself went through
+    if (drv_.pool_usage(device_, &reserved, &used) != OK) { // statistics only: the allocation went through
         reserved = pool_reserved_;
         used     = pool_used_;
     }
@@ -75,8 +73,8 @@ class pool_async::capture_wait final : public recovery_steps {
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free needs no memory once the graph uses it: a place among those out, and in the cache
-    reserve_at_least(capture_out_, capture_out_.size() + 1);
-    reserve_at_least(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
+    make_room(capture_out_, capture_out_.size() + 1);
+    make_room(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     auto best =
         smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const deferred &) { return true; });
     if (best != capture_cache_.end()) {
@@ -91,7 +89,6 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     status st = drv_.malloc(device_, bytes, ptr);
     if (st == OUT_OF_MEMORY && fallback_bytes(r, bytes, 0, ALIGNMENT) != 0) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
-        driver_failed();
         st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
         if (st == OK) {
             log_fallback(bytes, *actual, r.size);
@@ -100,13 +97,12 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     }
     if (st == OUT_OF_MEMORY) {
         // no synchronize or trim is legal here to make room; a wait is
-        driver_failed();
         capture_wait wait(*this, bytes, ptr);
         st = wait_for_memory(wait);
     }
     if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
-                      ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
+            ggml_cpool_status_str(st));
         return st;
     }
     capture_out_.push_back(*ptr);
@@ -126,8 +122,8 @@ void pool_async::release_capture_cache(bool force) {
         }
         status st = drv_.free(device_, b.ptr);
         if (st != OK) {
-            driver_failed(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr,
-                          to_mib(b.size), ggml_cpool_status_str(st));
+            say(GGML_CPOOL_LOG_ERROR, "driver free of %p (%.2f MiB) failed (%s); kept cached", b.ptr, to_mib(b.size),
+                ggml_cpool_status_str(st));
             continue;
         }
         capture_cache_.erase(capture_cache_.begin() + std::ptrdiff_t(i));
@@ -149,9 +145,8 @@ class pool_async::steps final : public recovery_steps {
     size_t asking() const override { return *bytes_; }
     // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
     status reclaim() override {
-        p_.driver_failed(GGML_CPOOL_LOG_DEBUG,
-                         "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
-                         to_mib(*bytes_));
+        p_.say(GGML_CPOOL_LOG_DEBUG,
+               "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once", to_mib(*bytes_));
         p_.flush_reuse();
         status st = p_.synchronize();
         if (st == OK) {
@@ -178,13 +173,13 @@ class pool_async::steps final : public recovery_steps {
     }
     void report(status st) override {
         if (st == OUT_OF_MEMORY) {
-            p_.driver_failed(GGML_CPOOL_LOG_WARN,
-                             "async alloc of %.2f MiB failed: out of memory, also after trimming the "
-                             "stream-ordered pool and %d retries after a pause",
-                             to_mib(*bytes_), TRANSIENT_RETRIES);
+            p_.say(GGML_CPOOL_LOG_WARN,
+                   "async alloc of %.2f MiB failed: out of memory, also after trimming the "
+                   "stream-ordered pool and %d retries after a pause",
+                   to_mib(*bytes_), TRANSIENT_RETRIES);
         } else {
-            p_.driver_failed(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(*bytes_),
-                             ggml_cpool_status_str(st));
+            p_.say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(*bytes_),
+                   ggml_cpool_status_str(st));
         }
     }
 
@@ -196,10 +191,10 @@ class pool_async::steps final : public recovery_steps {
 };
 
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    live_.reserve(live_.size() + 1); // its record, before anything is taken
+    make_room(live_, live_.size() + 1); // its record, before anything is taken
     const status st = take(r, ptr, actual);
     if (st == OK) {
-        live_.insert(*ptr, *actual); // within the room made above
+        live_.push_back({ *ptr, *actual }); // within the room made above
     }
     return st;
 }
@@ -217,7 +212,7 @@ status pool_async::take(const request & r, void ** ptr, size_t * actual) {
         return OK;
     }
     // a buffer from the device: room first for every buffer to be held back, which only these add to
-    reserve_at_least(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
+    make_room(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
     if (!deferred_.empty()) {
         drain(); // what a capture held back goes first
     }
@@ -229,12 +224,8 @@ status pool_async::take(const request & r, void ** ptr, size_t * actual) {
         }
     }
     make_room_within_headroom(bytes);
-    status st = OK;
-    {
-        const reclaim_scope asking(*this);
-        st = drv_.malloc_async(device_, bytes, stream_, ptr);
-    }
-    steps ladder(*this, r, &bytes, ptr);
+    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
+    steps  ladder(*this, r, &bytes, ptr);
     if (st == OUT_OF_MEMORY) {
         st = climb(ladder);
     } else if (st != OK) {
@@ -280,8 +271,8 @@ void pool_async::trim_down_to(size_t keep, size_t pending) {
         st = drv_.pool_trim(device_, keep);
     }
     if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_WARN, "giving back unused memory beyond the headroom failed (%s)",
-                      ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_WARN, "giving back unused memory beyond the headroom failed (%s)",
+            ggml_cpool_status_str(st));
         return;
     }
     const size_t before = pool_reserved_;
@@ -291,11 +282,11 @@ void pool_async::trim_down_to(size_t keep, size_t pending) {
 }
 
 bool pool_async::do_free(void * ptr, size_t actual) noexcept {
-    const size_t * live = live_.find(ptr);
-    if (live == nullptr || *live != actual) {
+    auto live = find_live(ptr);
+    if (live == live_.end() || live->size != actual) {
         return false;
     }
-    live_.erase(ptr);
+    live_.erase(live);
     auto captured = std::find(capture_out_.begin(), capture_out_.end(), ptr);
     if (captured != capture_out_.end()) {
         // back to the capture cache, for this capture's next allocation; its graphs keep it
@@ -310,13 +301,21 @@ bool pool_async::do_free(void * ptr, size_t actual) noexcept {
     return true;
 }
 
+std::vector<held_buffer>::iterator pool_async::find_live(const void * ptr) {
+    // ggml frees the newest first: from the back
+    auto it = std::find_if(live_.rbegin(), live_.rend(), [&](const held_buffer & b) { return b.ptr == ptr; });
+    return it == live_.rend() ? live_.end() : std::prev(it.base());
+}
+
 std::optional<size_t> pool_async::live_size(const void * ptr) const {
-    const size_t * size = live_.find(ptr);
-    return size ? std::optional<size_t>(*size) : std::nullopt;
+    auto it = const_cast<pool_async *>(this)->find_live(ptr);
+    return it != live_.end() ? std::optional<size_t>(it->size) : std::nullopt;
 }
 
 bool pool_async::any_live(void ** ptr, size_t * size) const {
-    return live_.first(ptr, size);
+    *ptr  = live_.empty() ? nullptr : live_.back().ptr;
+    *size = live_.empty() ? 0 : live_.back().size;
+    return !live_.empty();
 }
 
 void pool_async::release(void * ptr, size_t actual) noexcept {
@@ -335,8 +334,8 @@ bool pool_async::free_now(void * ptr, size_t actual) {
     if (st == OK) {
         pool_used_ -= std::min(pool_used_, actual); // as the next read will say
     } else {
-        driver_failed(GGML_CPOOL_LOG_ERROR, "async free of %p (%.2f MiB) failed (%s); kept, to retry", ptr,
-                      to_mib(actual), ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_ERROR, "async free of %p (%.2f MiB) failed (%s); kept, to retry", ptr, to_mib(actual),
+            ggml_cpool_status_str(st));
     }
     return st == OK;
 }
@@ -365,7 +364,7 @@ status pool_async::trim() {
         st = drv_.pool_trim(device_, 0);
     }
     if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_ERROR, "trimming the stream-ordered pool failed (%s)", ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_ERROR, "trimming the stream-ordered pool failed (%s)", ggml_cpool_status_str(st));
     }
     observe();
     return st;

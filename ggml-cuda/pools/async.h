@@ -8,7 +8,6 @@
 // refuses graphs with those, so ggml would instantiate its graph again at every change. Those
 // buffers are kept for the next capture (best fit), and go back at trim and destruction.
 
-#include "live-set.h"
 #include "pool.h"
 #include "reuse-cache.h"
 
@@ -58,26 +57,28 @@ class pool_async final : public pool {
     class steps;
     class capture_wait;
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
-    status take(const request & r, void ** ptr, size_t * actual);
+    status                             take(const request & r, void ** ptr, size_t * actual);
     // an allocation while the stream captures: the capture cache's best fit, else a buffer of its own
-    status alloc_in_capture(const request & r, void ** ptr, size_t * actual);
+    status                             alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
-    void   release_capture_cache(bool force = false);
+    void                               release_capture_cache(bool force = false);
     // frees what was deferred, but what a graph still uses; not while capturing (unless forced)
-    void   drain(bool force = false);
-    bool   free_now(void * ptr, size_t actual);
+    void                               drain(bool force = false);
+    bool                               free_now(void * ptr, size_t actual);
     // a buffer leaving this context: to the driver now, or held back (pinned, capturing, refused)
-    void   release(void * ptr, size_t actual) noexcept;
+    void                               release(void * ptr, size_t actual) noexcept;
     // the reuse cache's buffers go the way of release
-    void   flush_reuse() noexcept;
+    void                               flush_reuse() noexcept;
+    // ptr's record (live_.end(): none)
+    std::vector<held_buffer>::iterator find_live(const void * ptr);
 
     using deferred = held_buffer;
     // what a hit reads, on a line of its own: the record, the buffers out in a capture (a free looks
     // there first), and the reuse cache's count and total, its buffers on the lines after
-    alignas(CACHE_LINE) live_set live_;
+    alignas(CACHE_LINE) std::vector<held_buffer> live_;
     std::vector<void *> capture_out_; // the capture cache's buffers handed out
     reuse_cache         reuse_;
-    static_assert(sizeof(live_set) + sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
+    static_assert(2 * sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
                   "the record, capture_out_ and the reuse cache's count and total share a line");
     // freed but not yet the driver's: a graph still uses it, the stream captured, or the driver refused
     std::vector<deferred> deferred_;

@@ -1,21 +1,24 @@
 #pragma once
 // Legacy pool: ggml's legacy pool, made recoverable. The whole policy:
-// - a freed buffer is cached whole, never split or merged, up to MAX_CACHED_BUFFERS of them;
-// - a request takes the smallest cached buffer that holds it (best fit; of one size, the last
-//   used), unless it would waste more than max(request, WASTE_SLACK) bytes: then it misses;
-// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more, rounded up to
-//   ROUNDING; a growing request (OVERALLOCATE) for twice its size, never beyond its limit;
+// - a freed buffer is cached whole, never split or merged, up to MAX_CACHED_BUFFERS of them; one
+//   freed past the bound goes back to the driver, unless a captured graph pins it or the stream captures;
+// - a request takes the smallest cached buffer that holds it, the newest of its size (best fit), but
+//   none over n + max(n, WASTE_SLACK) bytes for n: one made for a far larger tensor misses instead;
+// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more, at most LOOK_AHEAD_MAX
+//   more, rounded up to ROUNDING; a growing request (OVERALLOCATE) for twice its size, never beyond its limit;
 // - every buffer carries the tick of its last use: the clock ticks at every alloc and free;
-// - a buffer that served a growing request is kept for growing requests alone while it holds the
-//   latest one (the growth reserve, MAX_GROWING buffers); outgrown, it is the first to go back;
-// - before a miss, what would take the pool past its headroom above the peak live bytes goes back,
-//   outgrown buffers first, then the least recently used;
-// - on a driver out-of-memory: synchronize, free the least recently used cached buffers until
-//   RECLAIM_FACTOR times the request is freed, retry; free every cached buffer, retry; ask for the
-//   request's own size; then the ladder's transient retries (recovery.h); then OUT_OF_MEMORY;
+// - growth buffers: a buffer a growing request freed is cached for growing requests alone, whatever
+//   their size, while it holds the latest one (MAX_GROWING of them); outgrown, it is cached as any
+//   other and goes back first;
+// - before a miss, what would take the pool past its headroom above the peak live bytes goes back:
+//   outgrown buffers first, then the least recently used; growth buffers stay;
+// - on a driver out-of-memory: a growth buffer that holds an ordinary request serves it; else
+//   synchronize; with nothing cached, retry once; else free the least recently used cached buffers
+//   until RECLAIM_FACTOR times the request went back, retry, free every cached buffer, retry; then ask
+//   for the request without its look-ahead or doubling; then the ladder's transient retries and wait
+//   (recovery.h); then OUT_OF_MEMORY;
 // - the plain kind skips the LRU step; a HIP build with several GPUs gets it (context.cpp).
-// A captured graph's pinned buffers never go back (pool.h). The buffers handed out are the
-// pool's record of live buffers: a free finds its own, or is refused.
+// The buffers handed out are the pool's record of live buffers: a free finds its own, or is refused.
 
 #include "pool.h"
 
@@ -27,10 +30,11 @@ class pool_legacy final : public pool {
   public:
     static constexpr size_t MAX_CACHED_BUFFERS = 256; // ggml's: a graph's scratch, and a bound
     static constexpr size_t LOOK_AHEAD_DIVISOR = 20;
+    static constexpr size_t LOOK_AHEAD_MAX     = 2 * MiB; // a large page: 5% of a large tensor strands memory
     static constexpr size_t ROUNDING           = 256;
-    static constexpr size_t RECLAIM_FACTOR     = 3; // room for the next few requests too
-    static constexpr size_t MAX_GROWING        = 8; // a context's K and V conversions, and a few more
-    static constexpr size_t WASTE_SLACK        = 16 * MiB;
+    static constexpr size_t RECLAIM_FACTOR     = 3;   // room for the next few requests too
+    static constexpr size_t MAX_GROWING        = 8;   // a context's K and V conversions, and a few more
+    static constexpr size_t WASTE_SLACK        = GiB; // above any step's scratch, below a tensor of its own
 
     struct options {
         bool     lru;          // LRU reclaim before the flush (false: the plain kind)
@@ -42,23 +46,23 @@ class pool_legacy final : public pool {
 
     status trim() override;
 
-    // the largest buffer that may serve a request of n bytes (the waste bound)
-    static size_t most_for(size_t n) { return n + std::max(n, WASTE_SLACK); }
+    // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
+    static size_t look_ahead(size_t n) { return std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX); }
 
   protected:
-    friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
+    status                do_alloc(const request & r, void ** ptr, size_t * actual) override;
+    bool                  do_free(void * ptr, size_t actual) noexcept override;
     std::optional<size_t> live_size(const void * ptr) const override;
     bool                  any_live(void ** ptr, size_t * size) const override;
-    size_t                cached_bytes() const override;
+    size_t                cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
 
   private:
+    // the states handed out follow the cached ones
     enum class use : uint8_t {
         cached,      // any request may take it
-        growth,      // cached for growing requests alone: the growth reserve
+        growth,      // cached for growing requests alone
         out,         // handed out
-        out_growing, // handed out to a growing request: into the reserve once freed, if it still fits
+        out_growing, // handed out to a growing request: a growth buffer once freed, if it still holds the latest
     };
     struct buffer {
         size_t   size;
@@ -66,46 +70,36 @@ class pool_legacy final : public pool {
         uint64_t last_use; // the clock when it was last handed out or cached
         use      state;
     };
-    // what release_oldest gives back: unpinned ordinary buffers (headroom); the reserve's too; all
-    enum class scope { ordinary, unpinned, everything };
     class steps; // the rungs of the out-of-memory ladder for one miss
 
     size_t              end() const { return buffers_.size(); }
-    // the first buffer of at least n bytes
-    size_t              first_of(size_t n) const;
-    // the smallest buffer in `state` that may serve n bytes, the newest of its size (end(): none)
-    size_t              best_fit(size_t n, use state) const;
-    // ptr's buffer, handed out at `size` (end(): none)
-    size_t              find_out(const void * ptr, size_t size) const;
-    size_t              count(use state) const;
-    // the best fit for a growing request, the reserve first, handed out (end(): none)
-    size_t              take_growing(const request & r);
+    static bool         by_size(const buffer & b, size_t n) { return b.size < n; }
+    // the best fit for r among buffers in state `from`, handed out; false when none holds it
+    bool                take(const request & r, use from, void ** ptr, size_t * actual);
+    // a growing request: a growth buffer, else an ordinary one, else a miss
+    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual);
     // a request no cached buffer serves
     GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
-    // a buffer freed past the cache's bound goes back to the driver, unless pinned or captured
-    GCP_COLD void       release_over_bound(size_t i) noexcept;
     // the ladder's rungs: synchronize, LRU reclaim and flush, a retry after each (*how: what was
     // tried, null where a line said why nothing could be); the request at smaller sizes
     status              reclaim(size_t bytes, void ** ptr, const char ** how);
     status              fall_back(const request & r, size_t * bytes, void ** ptr);
     void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
     bool                release(size_t i);                  // a cached buffer to the driver; false if refused
-    // cached buffers in `which`, least recently used first, until `target` bytes went back
-    size_t              release_oldest(size_t target, scope which);
+    // unpinned cached buffers (growth: growth buffers too), least recently used first, until `target` bytes went back
+    size_t              release_oldest(size_t target, bool growth);
 
     // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
 
-    // what a hit reads, on a line of its own
-    alignas(CACHE_LINE)
-        std::vector<buffer, line_aligned_allocator<buffer>> buffers_; // ascending sizes, cached and out alike
-    uint64_t clock_      = FIRST_USE;
-    size_t   last_taken_ = 0; // where the last hit's buffer was
-    size_t   cached_     = 0; // buffers cached, the reserve's included
-    size_t   need_       = 0; // the latest growing request
-    static_assert(sizeof(buffers_) + 4 * sizeof(uint64_t) <= CACHE_LINE, "buffers_ to need_ share a line");
-    uint64_t outgrown_ = 0;
-    options  opt_;
+    std::vector<buffer> buffers_; // ascending sizes, cached and out alike
+    uint64_t            clock_      = FIRST_USE;
+    uint64_t            outgrown_   = 0;
+    size_t              last_taken_ = 0; // where the last hit's buffer was: ggml frees it first
+    size_t              cached_     = 0; // buffers cached for any request
+    size_t              growth_     = 0; // growth buffers
+    size_t              need_       = 0; // the latest growing request
+    options             opt_;
 };
 
 } // namespace gcp

@@ -90,7 +90,7 @@ void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
         // everything that allocates first: the graph's list then never holds a buffer that
         // was not handed out
         std::vector<void *> & list = graphs_[pinning_];
-        reserve_at_least(list, list.size() + 1);
+        make_room(list, list.size() + 1);
         pin & p = pins_[*ptr];
         list.push_back(*ptr);
         p.graphs++;
@@ -167,16 +167,15 @@ status pool::set_stream(stream_t stream) {
     // the old stream's kernels may still use buffers the new stream would be handed
     status st = synchronize();
     if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_ERROR, "synchronizing the previous stream failed (%s); the pool stays on it",
-                      ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_ERROR, "synchronizing the previous stream failed (%s); the pool stays on it",
+            ggml_cpool_status_str(st));
         return st;
     }
     stream_ = stream;
     return OK;
 }
 
-void pool::driver_failed(ggml_cpool_log_level level, const char * fmt, ...) {
-    drv_.clear_error();
+void pool::say(ggml_cpool_log_level level, const char * fmt, ...) const {
     char    text[LOG_DETAIL_BYTES];
     va_list args;
     va_start(args, fmt);
@@ -191,11 +190,8 @@ bool pool::capturing() {
     }
     bool   active = false;
     status st     = drv_.stream_capturing(device_, stream_, &active);
-    if (st != OK) {
-        driver_failed();
-        return true; // unknown: assume the worst, an illegal call would break a capture
-    }
-    return active;
+    // unknown: assume the worst, an illegal call would break a capture
+    return st != OK || active;
 }
 
 void pool::log_capture_refusal(const char * what) {
@@ -223,7 +219,7 @@ void pool::on_released(size_t bytes) {
     stats_.reserved_bytes -= bytes;
 }
 
-void pool::release_live() {
+void pool::free_live() {
     // one at a time, as the record names them: no copy, so no allocation in a destructor. A free of
     // what the record holds never fails; the test stops a kind's mistake from looping
     const size_t bytes = hot_.live_bytes;

@@ -57,8 +57,8 @@ struct request {
     bool growing() const { return (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) != 0; }
 };
 
-// Pools start a cache line: a hit reads the vtable pointer's line (hot_) and its kind's own line
-class alignas(CACHE_LINE) pool : public reclaimer {
+// Pools start a cache line: a hit reads the vtable pointer's line (hot_) and its kind's own
+class alignas(CACHE_LINE) pool {
   public:
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
     pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream);
@@ -67,14 +67,12 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     pool(const pool &)             = delete;
     pool & operator=(const pool &) = delete;
 
-    // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound). Kind:
-    // the pool's class where the caller knows it (the C API), which then calls do_alloc directly
-    template <class Kind = pool>
-    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
+    // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound)
+    status         alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
     // actual must be the size alloc returned
-    template <class Kind = pool> status free(void * ptr, size_t actual);
+    status         free(void * ptr, size_t actual);
     // return what is cached to the driver
-    virtual status                      trim() = 0;
+    virtual status trim() = 0;
 
     // whether the C API times and traces this pool's calls (trace.h), on the line every call reads
     bool        observed() const { return hot_.observed.load(std::memory_order_relaxed); }
@@ -83,8 +81,6 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     ggml_cpool_stats stats() const;
     // device memory the pool holds for itself (kept whole when the pool is quarantined)
     virtual size_t   held_bytes() const { return stats_.reserved_bytes; }
-    // what a one-shot fault asks before it fires (driver.h)
-    size_t           reclaimable() const override { return cached_bytes(); }
 
     // moves the pool to another stream once the current one is done; UNSUPPORTED while it captures
     status          set_stream(stream_t stream);
@@ -120,7 +116,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     virtual status                do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
     virtual bool                  do_free(void * ptr, size_t actual) noexcept               = 0;
     virtual std::optional<size_t> live_size(const void * ptr) const                         = 0;
-    // one live buffer (false: none); release_live frees them
+    // one live buffer (false: none); free_live frees them
     virtual bool                  any_live(void ** ptr, size_t * size) const = 0;
     // bytes held for reuse, from the pool's own structures
     virtual size_t                cached_bytes() const = 0;
@@ -129,25 +125,18 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // the stream is about to change: what is queued for the old one goes there first
     virtual void                  on_stream_change() {}
 
-    // the request and 1/look_ahead of it more (0: nothing), rounded up to `rounding`
-    static size_t with_look_ahead(const request & r, size_t look_ahead, size_t rounding) {
-        return round_up(r.size + (look_ahead != 0 ? r.size / look_ahead : 0), rounding);
-    }
-    // the bytes a miss takes for a request: twice a growing one (OVERALLOCATE), but no more than
-    // its limit, rounded up to `rounding`; any other with its look-ahead
-    static size_t miss_bytes(const request & r, size_t look_ahead, size_t rounding) {
-        if (!r.growing()) {
-            return with_look_ahead(r, look_ahead, rounding);
-        }
+    // the bytes a miss takes for a request, rounded up to `rounding`: twice a growing one
+    // (OVERALLOCATE), but no more than its limit; any other with `ahead` bytes more
+    static size_t miss_bytes(const request & r, size_t ahead, size_t rounding) {
         const size_t doubled = OVERALLOCATE_FACTOR * r.size;
-        return round_up(r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled, rounding);
+        const size_t limited = r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled;
+        return round_up(r.growing() ? limited : r.size + ahead, rounding);
     }
     // after the driver refused `refused` bytes: the next smaller size to ask for, the request with its
-    // look-ahead, then alone (0: none); the doubling and look-ahead give way before the request fails
-    static size_t fallback_bytes(const request & r, size_t refused, size_t look_ahead, size_t rounding) {
-        const size_t ahead = with_look_ahead(r, look_ahead, rounding);
-        const size_t exact = round_up(r.size, rounding);
-        return ahead < refused ? ahead : exact < refused ? exact : 0;
+    // `ahead`, then alone (0: none); the doubling and look-ahead give way before the request fails
+    static size_t fallback_bytes(const request & r, size_t refused, size_t ahead, size_t rounding) {
+        const size_t more = round_up(r.size + ahead, rounding), exact = round_up(r.size, rounding);
+        return more < refused ? more : exact < refused ? exact : 0;
     }
     // one line: `refused` bytes were refused for a request of `size`, which took `taken` instead
     void   log_fallback(size_t refused, size_t taken, size_t size) const;
@@ -156,10 +145,8 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     // the ladder's wait alone (recovery.h)
     status wait_for_memory(recovery_steps & steps);
 
-    // a driver call failed: its latched error is cleared (the status reports it) and the pool says why
-    void driver_failed(ggml_cpool_log_level level, const char * fmt, ...) GCP_PRINTF(3, 4);
-    // the same, for a failure that the caller's own lines report or that changes nothing
-    void driver_failed() { drv_.clear_error(); }
+    // one line, after the pool's name: why a driver call failed
+    void say(ggml_cpool_log_level level, const char * fmt, ...) const GCP_PRINTF(3, 4);
 
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
     void on_driver_alloc(size_t bytes);
@@ -174,7 +161,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     void on_released(size_t bytes);
 
     // frees what is live at destruction (the owner forgot it), with one line
-    void release_live();
+    void free_live();
 
     bool      pinned(const void * ptr) const { return pins_.count(ptr) != 0; }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)
@@ -237,7 +224,7 @@ class alignas(CACHE_LINE) pool : public reclaimer {
     mutable char                                      name_[32] = {};
 };
 
-template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
+inline status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
     // one test for every bad argument (size - 1 wraps for a zero size); the cold path says which
     if (GCP_UNLIKELY(ptr == nullptr || actual == nullptr || size - 1 >= MAX_REQUEST ||
                      (flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0)) {
@@ -246,7 +233,7 @@ template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** pt
     *ptr                = nullptr;
     *actual             = 0;
     const uint64_t hits = hot_.hits;
-    const status   st   = static_cast<Kind *>(this)->do_alloc(request{ size, flags, limit }, ptr, actual);
+    const status   st   = do_alloc(request{ size, flags, limit }, ptr, actual);
     if (GCP_UNLIKELY(st != OK)) {
         stats_.oom_returned += st == OUT_OF_MEMORY;
         return st;
@@ -260,8 +247,8 @@ template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** pt
     return OK;
 }
 
-template <class Kind> status pool::free(void * ptr, size_t actual) {
-    if (GCP_UNLIKELY(!static_cast<Kind *>(this)->do_free(ptr, actual))) {
+inline status pool::free(void * ptr, size_t actual) {
+    if (GCP_UNLIKELY(!do_free(ptr, actual))) {
         return reject_free(ptr, actual);
     }
     hot_.live_bytes -= actual;

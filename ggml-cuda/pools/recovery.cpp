@@ -11,25 +11,23 @@ namespace gcp {
 using clock = std::chrono::steady_clock;
 
 status pool::climb(recovery_steps & steps) {
-    driver_failed(); // the refusal that led here: the lines below say how it ends
     if (capturing()) {
         status st = steps.fall_back();
         if (st == OUT_OF_MEMORY) {
-            driver_failed();
             st = wait_for_memory(steps); // sleeping and allocating are legal in a capture
         }
         if (st == OUT_OF_MEMORY) {
-            steps.refuse_in_capture();
+            GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                         "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                         name(), to_mib(steps.asking()));
         }
         return st;
     }
     status st = steps.reclaim();
     if (st == OUT_OF_MEMORY) {
-        driver_failed();
         st = steps.fall_back();
     }
     if (st == OUT_OF_MEMORY) {
-        driver_failed();
         st = retry_transient(steps);
     }
     if (st == OUT_OF_MEMORY) {
@@ -45,16 +43,12 @@ status pool::retry_transient(recovery_steps & steps) {
     status st = OUT_OF_MEMORY;
     for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
         pause_before_retry(i);
-        st = synchronize();
-        if (st != OK) {
-            driver_failed(); // the report says which allocation failed
-            return OUT_OF_MEMORY;
+        if (synchronize() != OK) {
+            return OUT_OF_MEMORY; // the report says which allocation failed
         }
         st = steps.retry();
         if (st == OK) {
             GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", name(), i, TRANSIENT_RETRIES);
-        } else {
-            driver_failed(); // the next attempt or the report says how it ends
         }
     }
     return st;
@@ -81,10 +75,7 @@ status pool::wait_for_memory(recovery_steps & steps) {
         pause = std::min<clock::duration>(2 * pause, std::chrono::milliseconds(WAIT_LONGEST_PAUSE_MS));
         // a query the driver cannot answer lets every poll try
         if (drv_.free_memory(device_, &free) != OK || free >= want) {
-            st = steps.retry();
-            if (st != OK) {
-                driver_failed(); // a refusal waits on; another failure ends the wait, and its line says it
-            }
+            st = steps.retry(); // a refusal waits on; another failure ends the wait, and its line says it
         }
     }
     const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();

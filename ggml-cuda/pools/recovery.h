@@ -3,7 +3,7 @@
 // (pool::climb, recovery.cpp); the rungs are each pool's own, behind recovery_steps:
 //
 //   during a capture  no synchronize and no free is legal: the smaller sizes at once (fall_back),
-//                     else the pool's line (refuse_in_capture) and OUT_OF_MEMORY
+//                     else one line and OUT_OF_MEMORY
 //   1. reclaim        what the pool can free, a retry after each step (legacy: LRU reclaim of 3x
 //                     the request, then a flush; vmm: a synchronize; async: its reuse cache and
 //                     the device pool's unused memory)
@@ -15,8 +15,7 @@
 //                     request may fit, with a line when the wait starts and one when it ends
 //   5. report         the pool's one line for the status the caller gets
 //
-// A rung refused for want of memory leads to the next, its latched error cleared first; OK or any
-// other status ends the climb.
+// A rung refused for want of memory leads to the next; OK or any other status ends the climb.
 
 #include "../support/common.h"
 
@@ -45,8 +44,6 @@ class recovery_steps {
     virtual status reclaim() { return OUT_OF_MEMORY; }
     // (optional) the request at the smaller sizes it may take instead
     virtual status fall_back() { return OUT_OF_MEMORY; }
-    // (optional) the line for a refusal that a capture leaves no rung for
-    virtual void   refuse_in_capture() {}
     // (optional) the climb, outside a capture, ends in st (not OK): the line that says why, unless a
     // rung's own line has
     virtual void   report(status /*st*/) {}

@@ -15,12 +15,12 @@ pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t range_size,
 }
 
 pool_vmm::~pool_vmm() {
-    release_live();
+    free_live();
     unmap_above(0); // destruction gives everything back, pinned or not
     if (s_.base != 0 && s_.mapped == 0 && release_orphans()) {
         status st = drv_.vmm_unreserve(device_, s_.base, range_size_);
         if (st != OK) {
-            driver_failed(GGML_CPOOL_LOG_ERROR, "freeing the virtual range failed (%s)", ggml_cpool_status_str(st));
+            say(GGML_CPOOL_LOG_ERROR, "freeing the virtual range failed (%s)", ggml_cpool_status_str(st));
         }
     }
 }
@@ -37,7 +37,7 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
 
 void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
     // room for the top this lists and the new one, which a free may list later
-    reserve_at_least(s_.blocks, s_.blocks.size() + 2);
+    make_room(s_.blocks, s_.blocks.size() + 2);
     list_top();
     s_.top_size = bytes;
     *ptr        = reinterpret_cast<void *>(s_.base + s_.used);
@@ -56,8 +56,8 @@ status pool_vmm::reserve_range() {
     status st = drv_.vmm_reserve(device_, range_size_, &s_.base);
     if (st != OK) {
         s_.base = 0;
-        driver_failed(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
-                      ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
+            ggml_cpool_status_str(st));
     }
     return st;
 }
@@ -87,16 +87,15 @@ bool pool_vmm::release_orphans() {
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
             continue;
         }
-        any_mapped = any_mapped || o.mapped;
+        any_mapped = any_mapped || o.mapped; // retried at the next growth
     }
-    driver_failed(); // what still fails is retried at the next growth
     return !any_mapped;
 }
 
 status pool_vmm::grow(size_t bytes) {
     // the records it may need, before the driver is asked: a chunk or an orphan, and every chunk's orphan
-    reserve_at_least(chunks_, chunks_.size() + 1);
-    reserve_at_least(orphans_, orphans_.size() + chunks_.size() + 1);
+    make_room(chunks_, chunks_.size() + 1);
+    make_room(orphans_, orphans_.size() + chunks_.size() + 1);
     // a mapping a failed growth left occupies the range here; undoing it waits for any capture to end
     const bool capture = capturing();
     const bool blocked = std::any_of(orphans_.begin(), orphans_.end(), [](const orphan & o) { return o.mapped; });
@@ -108,11 +107,7 @@ status pool_vmm::grow(size_t bytes) {
     const size_t offset = s_.mapped;
     vmm_handle   handle = 0;
     const char * what   = "creating";
-    status       st     = OK;
-    {
-        const reclaim_scope asking(*this);
-        st = drv_.vmm_create(device_, size, &handle);
-    }
+    status       st     = drv_.vmm_create(device_, size, &handle);
     if (st == OK) {
         what = "mapping";
         st   = drv_.vmm_map(device_, s_.base + offset, size, handle);
@@ -128,8 +123,8 @@ status pool_vmm::grow(size_t bytes) {
     }
     if (st != OK) {
         // an out-of-memory is retried, and the caller's one line reports it if it persists
-        driver_failed(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
-                      "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
+        say(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
+            "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
         if (!capture) { // an unmap during capture would break it: the next growth outside one retries
             release_orphans();
         }
@@ -169,19 +164,12 @@ class pool_vmm::steps final : public recovery_steps {
     // one retry once the stream's work, and other streams' frees, landed
     status reclaim() override {
         GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", p_.name(), to_mib(growth_));
-        status st = p_.synchronize();
-        if (st != OK) {
-            p_.driver_failed(); // the failed growth is what the report says
-            return OUT_OF_MEMORY;
+        if (p_.synchronize() != OK) {
+            return OUT_OF_MEMORY; // the failed growth is what the report says
         }
-        st = p_.grow(growth_);
+        const status st = p_.grow(growth_);
         GCP_LOG_DEBUG("%s: retry %s", p_.name(), st == OK ? "succeeded" : "failed");
         return st;
-    }
-    void refuse_in_capture() override {
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture: growing by %.2f MiB is refused, out of "
-                     "memory, and no retry is legal there",
-                     p_.name(), to_mib(bytes_), to_mib(growth_));
     }
     void report(status st) override {
         if (st != OUT_OF_MEMORY) {
@@ -201,7 +189,7 @@ class pool_vmm::steps final : public recovery_steps {
 
 status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * actual) {
     // the list's room for a split hole, before anything is mapped for the block (may throw)
-    reserve_at_least(s_.blocks, s_.blocks.size() + 2);
+    make_room(s_.blocks, s_.blocks.size() + 2);
     if (s_.holes > 0 && take_hole(bytes, ptr)) {
         hot_.hits++;
         *actual = bytes;
@@ -322,8 +310,8 @@ bool pool_vmm::unmap_last_chunk() {
     chunk  c  = chunks_.back();
     status st = drv_.vmm_unmap(device_, s_.base + c.offset, c.size);
     if (st != OK) {
-        driver_failed(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
-                      ggml_cpool_status_str(st));
+        say(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
+            ggml_cpool_status_str(st));
         return false;
     }
     chunks_.pop_back();
@@ -331,7 +319,7 @@ bool pool_vmm::unmap_last_chunk() {
     on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
     if (drv_.vmm_release(device_, c.handle) != OK) {
         // still the driver's memory held for this pool: reserved until the retry releases it
-        driver_failed(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
+        say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
         orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
         held_ += c.size;
         return true;

@@ -9,12 +9,11 @@ namespace {
 constexpr mempool_attr THRESHOLD = mempool_attr::release_threshold;
 constexpr mempool_attr REUSE     = mempool_attr::reuse_policies;
 
-// a failure that only costs speed: say so, clear it, carry on
+// a failure that only costs speed: say so, carry on
 bool check(driver & drv, status st, int device, const char * what) {
     if (st == OK) {
         return true;
     }
-    drv.clear_error();
     GCP_LOG_WARN("%s: %s failed (%s); the pool stays cold (slower, still correct)",
                  pool_label(drv.platform(), device).c_str(), what, status_name(st));
     return false;
@@ -31,7 +30,7 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     // room for this device's entry first: past it nothing throws, so no failed pool leaves the count raised
-    reserve_at_least(devices_, devices_.size() + 1);
+    make_room(devices_, devices_.size() + 1);
     handles_++;
     for (const entry & e : devices_) {
         if (e.drv->identity() == drv->identity() && e.device == device) {

@@ -19,7 +19,7 @@ struct fault_spec {
     };
 
     bool             oneshot     = false;
-    bool             oneshot_any = false; // oneshot-any: also when the pool has nothing to give back
+    bool             oneshot_any = false; // oneshot-any: also at the device's first allocation
     size_t           oneshot_at  = 0;
     std::vector<nth> nths;
     double           prob      = 0.0;

@@ -69,7 +69,6 @@ class ledger_primitives final : public device_primitives, public vmm_primitives,
     }
 
     bool         error_latched() const override { return below_->error_latched(); }
-    void         clear_error() override { below_->clear_error(); }
     const void * identity() const override { return below_->identity(); }
     uint32_t     transient_pause_us() const override { return below_->transient_pause_us(); }
     status       free_memory(int device, size_t * free) override { return below_->free_memory(device, free); }
