@@ -17,7 +17,8 @@ size_t round_up(size_t x, size_t a) {
 
 constexpr size_t GiB = size_t(1) << 30;
 
-// what a miss takes from the driver: 5% look-ahead, at most 2 MiB, rounded to 256 bytes
+// what a miss takes from the driver where the request outgrew no buffer: 5% look-ahead, at most 2
+// MiB, rounded to 256 bytes
 size_t look_ahead(size_t size) {
     return round_up(size + std::min(size / 20, 2 * MiB), ROUNDING);
 }
@@ -98,7 +99,7 @@ TEST_F(Legacy, BestFitStopsAtTheWasteBound) {
     release(pool_, small);
 }
 
-TEST_F(Legacy, MissAllocatesFivePercentMoreRoundedTo256) {
+TEST_F(Legacy, MissAllocatesFivePercentAtMostTwoMiBMoreRoundedTo256) {
     open(256 * MiB);
     for (size_t size : { size_t(1), size_t(1000), size_t(4096), size_t(1000000), 3 * MiB + 1, 100 * MiB }) {
         buf b = alloc(pool_, size);
@@ -113,6 +114,18 @@ TEST_F(Legacy, MissAllocatesFivePercentMoreRoundedTo256) {
     buf b = alloc(pool_, 1040000);
     EXPECT_EQ(b.ptr, a.ptr);
     release(pool_, b);
+}
+
+// a request that outgrew a buffer the pool holds by at most 5% is growing: its miss looks 5% ahead
+// whatever its size, as ggml's does, so that the next steps of the growth hit
+TEST_F(Legacy, AMissThatOutgrewABufferLooksFivePercentAhead) {
+    open(1024 * MiB);
+    buf first = alloc(pool_, 100 * MiB);
+    EXPECT_EQ(first.size, 102 * MiB) << "nothing smaller held: 2 MiB ahead";
+    buf grown = alloc(pool_, 104 * MiB); // 2% past the first buffer
+    EXPECT_EQ(grown.size, round_up(104 * MiB + 104 * MiB / 20, ROUNDING));
+    release(pool_, grown);
+    release(pool_, first);
 }
 
 TEST_F(Legacy, OverallocateMissAllocatesExactlyTwice) {

@@ -92,6 +92,12 @@ class pool_legacy::steps final : public recovery_steps {
     const char *    how_ = nullptr;
 };
 
+size_t pool_legacy::look_ahead(size_t n) const {
+    const size_t below = size_t(std::lower_bound(buffers_.begin(), buffers_.end(), n, by_size) - buffers_.begin());
+    const bool   grew  = below > 0 && buffers_[below - 1].size + buffers_[below - 1].size / LOOK_AHEAD_DIVISOR >= n;
+    return grew ? n / LOOK_AHEAD_DIVISOR : std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX);
+}
+
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     size_t bytes = miss_bytes(r, look_ahead(r.size), ROUNDING);
     make_room(buffers_, buffers_.size() + 1); // its record's, before anything is taken (may throw)

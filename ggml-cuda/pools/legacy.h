@@ -4,8 +4,9 @@
 //   freed past the bound goes back to the driver, unless a captured graph pins it or the stream captures;
 // - a request takes the smallest cached buffer that holds it, the newest of its size (best fit), but
 //   none over n + max(n, WASTE_SLACK) bytes for n: one made for a far larger tensor misses instead;
-// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more, at most LOOK_AHEAD_MAX
-//   more, rounded up to ROUNDING; a growing request (OVERALLOCATE) for twice its size, never beyond its limit;
+// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more where it outgrew a buffer
+//   the pool holds by at most that, else at most LOOK_AHEAD_MAX more, rounded up to ROUNDING; a growing
+//   request (OVERALLOCATE) for twice its size, never beyond its limit;
 // - every buffer carries the tick of its last use: the clock ticks at every alloc and free;
 // - growth buffers: a buffer a growing request freed is cached for growing requests alone, whatever
 //   their size, while it holds the latest one (MAX_GROWING of them); outgrown, it is cached as any
@@ -30,7 +31,7 @@ class pool_legacy final : public pool {
   public:
     static constexpr size_t MAX_CACHED_BUFFERS = 256; // ggml's: a graph's scratch, and a bound
     static constexpr size_t LOOK_AHEAD_DIVISOR = 20;
-    static constexpr size_t LOOK_AHEAD_MAX     = 2 * MiB; // a large page: 5% of a large tensor strands memory
+    static constexpr size_t LOOK_AHEAD_MAX     = 2 * MiB; // a size that does not grow gains nothing by more
     static constexpr size_t ROUNDING           = 256;
     static constexpr size_t RECLAIM_FACTOR     = 3;   // room for the next few requests too
     static constexpr size_t MAX_GROWING        = 8;   // a context's K and V conversions, and a few more
@@ -45,9 +46,6 @@ class pool_legacy final : public pool {
     ~pool_legacy() override;
 
     status trim() override;
-
-    // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    static size_t look_ahead(size_t n) { return std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX); }
 
   protected:
     status                do_alloc(const request & r, void ** ptr, size_t * actual) override;
@@ -76,10 +74,10 @@ class pool_legacy final : public pool {
     static bool         by_size(const buffer & b, size_t n) { return b.size < n; }
     // the best fit for r among buffers in state `from`, handed out; false when none holds it
     bool                take(const request & r, use from, void ** ptr, size_t * actual);
-    // a growing request: a growth buffer, else an ordinary one, else a miss
-    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual);
-    // a request no cached buffer serves
+    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
     GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
+    // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
+    size_t              look_ahead(size_t n) const;
     // the ladder's rungs: synchronize, LRU reclaim and flush, a retry after each (*how: what was
     // tried, null where a line said why nothing could be); the request at smaller sizes
     status              reclaim(size_t bytes, void ** ptr, const char ** how);
@@ -91,15 +89,14 @@ class pool_legacy final : public pool {
 
     // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
-
-    std::vector<buffer> buffers_; // ascending sizes, cached and out alike
-    uint64_t            clock_      = FIRST_USE;
-    uint64_t            outgrown_   = 0;
-    size_t              last_taken_ = 0; // where the last hit's buffer was: ggml frees it first
-    size_t              cached_     = 0; // buffers cached for any request
-    size_t              growth_     = 0; // growth buffers
-    size_t              need_       = 0; // the latest growing request
-    options             opt_;
+    std::vector<buffer>       buffers_; // ascending sizes, cached and out alike
+    uint64_t                  clock_      = FIRST_USE;
+    uint64_t                  outgrown_   = 0;
+    size_t                    last_taken_ = 0; // where the last hit's buffer was: ggml frees it first
+    size_t                    cached_     = 0; // buffers cached for any request
+    size_t                    growth_     = 0; // growth buffers
+    size_t                    need_       = 0; // the latest growing request
+    options                   opt_;
 };
 
 } // namespace gcp
