@@ -7,9 +7,12 @@
 // driver time. After every session, the largest single allocation that still fits on the
 // first-fit device is found by bisection with real allocations (freed again). Every row is a mean
 // over fixed seeds: the output is the same on every run (docs/results/sim/reclaim.txt).
+// The seed's regime follows the table: in every workload the legacy and plain pools ask the driver
+// and return OUT_OF_MEMORY no more often than the ggml-style pool, and synchronize no more often
+// where the workload says so, beyond the seeds' noise; the exit status is 1 where one does.
 //
 //   reclaim-sim [--quick] [--seeds N] [--verbose]
-//     --quick    one seed, two sessions a workload (ctest)
+//     --quick    one seed, two sessions a workload, no verdict (ctest)
 //     --seeds N  N seeds a row instead of 128 (at 128 a mixed row's OOM has a standard error of
 //                about 1.3 a run, at 1024 about 0.45: smaller differences need more seeds)
 //     --verbose  the pools' log lines on stderr (by default none: they run out on purpose)
@@ -22,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -37,6 +41,7 @@ constexpr uint64_t WORKLOAD_SEED  = 11;               // plus the run's seed: pr
 constexpr int      SEEDS          = 128;              // runs a row is the mean of: fewer leave the mixed rows to chance
 constexpr int      QUICK_SEEDS    = 1;
 constexpr int      QUICK_SESSIONS = 2;
+constexpr double   NOISE_SE       = 2; // a mean paired difference above this many standard errors: more
 
 // a 7B-class width with grouped-query attention (K/V a quarter of the width), few layers: the
 // memory of a pass is set by one layer's buffers, the layer count only repeats them
@@ -59,11 +64,12 @@ struct workload {
     // `hold_mib` held), the second half giving a random one back
     int          cycle;
     size_t       hold_mib;
+    bool         syncs_checked; // the verdict holds the module's synchronizes to ggml-style's (no headroom rule)
 };
 const workload WORKLOADS[] = {
-    { "cotenant", pattern::llm, 224, 8, 512, 8192, false, 512, 48, 128 },
-    { "batches", pattern::llm, 224, 24, 128, 8192, true, 16, 0, 0 },
-    { "mixed", pattern::mixed, 192, 8, 0, 0, false, 0, 0, 0 },
+    { "cotenant", pattern::llm, 224, 8, 512, 8192, false, 512, 48, 128, false },
+    { "batches", pattern::llm, 224, 24, 128, 8192, true, 16, 0, 0, true },
+    { "mixed", pattern::mixed, 192, 8, 0, 0, false, 0, 0, 0, false },
 };
 constexpr int    UBATCHES[]   = { 512, 384, 256, 128 };
 constexpr size_t TENANT_MIN   = 8 * MiB; // a tenant's chunk: uniform over TENANT_MIN..TENANT_MAX
@@ -228,9 +234,10 @@ tally run(const workload & w, pool_choice which, bool pressure, int sessions, ui
 
 // the runs of one pool on one workload, summed over the seeds
 struct row {
-    tally  p;                            // on the budget
-    double base_allocs = 0, base_us = 0; // with room to spare
-    size_t leaked = 0;
+    tally              p;                            // on the budget
+    double             base_allocs = 0, base_us = 0; // with room to spare
+    size_t             leaked = 0;
+    std::vector<tally> runs; // on the budget, a seed each
 };
 
 void add(tally & sum, const tally & t) {
@@ -246,6 +253,7 @@ row measure(const workload & w, pool_choice which, int sessions, int seeds) {
         const tally base = run(w, which, false, sessions, uint64_t(seed));
         const tally p    = run(w, which, true, sessions, uint64_t(seed));
         add(r.p, p);
+        r.runs.push_back(p);
         r.base_allocs += double(base.driver_allocs);
         r.base_us += base.modelled_us;
         r.leaked += base.outstanding + p.outstanding;
@@ -294,6 +302,36 @@ void print_workloads(bool quick) {
     }
 }
 
+// the verdict on one of `which`'s counts against ggml-style's, paired by seed: false where it is more
+bool no_more(const char * workload, pool_choice which, const char * what, uint64_t tally::*count, const row & r,
+             const row & ggml) {
+    double       sum = 0, squares = 0;
+    const double n = double(r.runs.size());
+    for (size_t i = 0; i < r.runs.size(); i++) {
+        const double d = double(r.runs[i].*count) - double(ggml.runs[i].*count);
+        sum += d;
+        squares += d * d;
+    }
+    const double mean = sum / n, se = n > 1 ? std::sqrt(std::max(0.0, squares - sum * mean) / (n - 1) / n) : 0;
+    const bool   more = mean > NOISE_SE * se;
+    printf("%-8s %-6s %-18s %+8.2f a run beside ggml-style (standard error %.2f): %s\n", workload, pool_name(which),
+           what, mean, se, more ? "MORE" : "no more");
+    return !more;
+}
+
+// the seed's regime on one workload: false where the legacy or plain pool does more than ggml-style
+bool verdict(const workload & w, const row rows[]) {
+    bool ok = true;
+    for (int i = 0; i < 2; i++) { // legacy, plain against ggml-style
+        ok &= no_more(w.name, POOL_CHOICES[i], "driver allocations", &tally::driver_allocs, rows[i], rows[2]);
+        ok &= no_more(w.name, POOL_CHOICES[i], "OUT_OF_MEMORY", &tally::oom, rows[i], rows[2]);
+        if (w.syncs_checked) {
+            ok &= no_more(w.name, POOL_CHOICES[i], "synchronizes", &tally::syncs, rows[i], rows[2]);
+        }
+    }
+    return ok;
+}
+
 void print_legend() {
     printf("\nLRU: LRU reclaims; kept: those whose retry succeeded with buffers still cached (every other one freed\n"
            "the whole cache, as a flush does); LRU+fl: those a flush had to follow; flush: flushes (ggml-style: its\n"
@@ -329,18 +367,29 @@ int main(int argc, char ** argv) {
     printf("each row: the mean of %d runs (seeds)\n\n", seeds);
     print_header();
     int leaks = 0;
-    for (const workload & w : WORKLOADS) {
-        for (pool_choice which : POOL_CHOICES) {
-            const row r = measure(w, which, quick ? QUICK_SESSIONS : w.sessions, seeds);
-            print_row(w, which, r, seeds);
+    row rows[std::size(WORKLOADS)][std::size(POOL_CHOICES)];
+    for (size_t i = 0; i < std::size(WORKLOADS); i++) {
+        const workload & w = WORKLOADS[i];
+        for (size_t j = 0; j < std::size(POOL_CHOICES); j++) {
+            const row & r = rows[i][j] = measure(w, POOL_CHOICES[j], quick ? QUICK_SESSIONS : w.sessions, seeds);
+            print_row(w, POOL_CHOICES[j], r, seeds);
             fflush(stdout); // in order with the pools' lines under --verbose
             if (r.leaked != 0) {
-                fprintf(stderr, "%s/%s: %zu driver allocations left after the runs\n", w.name, pool_name(which),
-                        r.leaked);
+                fprintf(stderr, "%s/%s: %zu driver allocations left after the runs\n", w.name,
+                        pool_name(POOL_CHOICES[j]), r.leaked);
                 leaks++;
             }
         }
     }
     print_legend();
-    return leaks == 0 ? 0 : 1;
+    bool regime = true;
+    if (!quick) {
+        printf("\nthe seed's regime: the legacy and plain pools against ggml-style, paired by seed (MORE: beyond %g "
+               "standard errors)\n",
+               NOISE_SE);
+        for (size_t i = 0; i < std::size(WORKLOADS); i++) {
+            regime &= verdict(WORKLOADS[i], rows[i]);
+        }
+    }
+    return leaks == 0 && regime ? 0 : 1;
 }
