@@ -10,57 +10,81 @@
 # llama-q8_0-overview.png, each kind with and without the headroom rule; every configuration's own
 # PNG stays in the build directory), then rewrites every generated table from docs/results
 # (scripts/results.py tables).
-#   scripts/figures.sh
+#   scripts/figures.sh [--check]
+# --check (ctest sim-tables): remakes the reports alone, from the tools in TOOLS where it is set,
+# and compares each with docs/results/sim/NAME.txt, which the docs' tables print; exit 1 naming
+# each that differs, with the difference. Nothing is written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
-need_packages cmake ninja-build g++ python3-matplotlib
+check=
+[ "${1:-}" = --check ] && check=--check
 
 BUILD_DIR=${BUILD_DIR:-build-run}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CPOOL_TESTS=OFF >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target pool-demo pool-replay reclaim-sim >/dev/null
-tools=$BUILD_DIR/tools
+[ -z "$check" ] && need_packages python3-matplotlib
+if [ -z "${TOOLS:-}" ]; then
+    need_packages cmake ninja-build g++
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CPOOL_TESTS=OFF >/dev/null
+    cmake --build "$BUILD_DIR" -j "$(nproc)" --target pool-demo pool-replay reclaim-sim >/dev/null
+    TOOLS=$BUILD_DIR/tools
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stale=()
 
 # report NAME SHOWN FLAGS COMMAND...: runs COMMAND, shows "$ SHOWN" and its output and keeps them
-# as docs/results/sim/NAME.txt (FLAGS: results.py sim's, --untimed or none)
+# as docs/results/sim/NAME.txt (FLAGS: results.py sim's, --untimed or none); with --check, compares
 report() {
-    local name=$1 shown=$2 flags=$3 out
+    local name=$1 shown=$2 flags=$3 out rc=0
     shift 3
-    out=$(printf '$ %s\n' "$shown"; "$@")
-    printf '%s\n\n' "$out"
-    printf '%s\n' "$out" | python3 scripts/results.py sim "$name" $flags
+    out=$(printf '$ %s\n' "$shown"; "$@") || rc=$?
+    [ -z "$check" ] && printf '%s\n\n' "$out"
+    [ "$rc" -eq 0 ] || stale+=("$name (its tool exited $rc)")
+    printf '%s\n' "$out" | python3 scripts/results.py sim "$name" $flags $check || stale+=("$name")
 }
 
-report demo "pool-demo --driver sim" "" "$tools/pool-demo" --driver sim
+# draw JSON TITLE PNG: a replay's reserved against live over time, into docs/figures (not with --check)
+draw() {
+    [ -n "$check" ] && return 0
+    scripts/plot.py "$1" "$BUILD_DIR/figures" --title "$2" >/dev/null
+    mkdir -p docs/figures
+    cp "$BUILD_DIR/figures/$3" docs/figures/
+}
 
-trace=$BUILD_DIR/demo.trace
-echo "\$ GGML_CUDA_POOL_TRACE=demo.trace pool-demo --driver sim --kinds legacy --overallocate 1"
-GGML_CUDA_POOL_TRACE=$trace "$tools/pool-demo" --driver sim --kinds legacy --overallocate 1 >/dev/null
-mkdir -p docs/figures
+report demo "pool-demo --driver sim" "" "$TOOLS/pool-demo" --driver sim
+
+trace=$work/demo.trace
+[ -z "$check" ] && echo "\$ GGML_CUDA_POOL_TRACE=demo.trace pool-demo --driver sim --kinds legacy --overallocate 1"
+GGML_CUDA_POOL_TRACE=$trace "$TOOLS/pool-demo" --driver sim --kinds legacy --overallocate 1 >/dev/null
 for run in "700:700mib:700 MiB, the demo's own" "0.95:95pct:the peak request fills 95% of it"; do
     IFS=: read -r capacity suffix what <<<"$run"
     name=demo-$suffix
     report "replay-$suffix" "pool-replay demo.trace --configs all --capacity $capacity --perfetto $name.json" \
-        --untimed "$tools/pool-replay" "$trace" --configs all --capacity "$capacity" --perfetto "$BUILD_DIR/$name.json"
-    scripts/plot.py "$BUILD_DIR/$name.json" "$BUILD_DIR/figures" \
-        --title "the demo's trace replayed on the sim driver; device capacity: $what" >/dev/null
-    cp "$BUILD_DIR/figures/$name-overview.png" docs/figures/
+        --untimed "$TOOLS/pool-replay" "$trace" --configs all --capacity "$capacity" --perfetto "$work/$name.json"
+    draw "$work/$name.json" "the demo's trace replayed on the sim driver; device capacity: $what" "$name-overview.png"
 done
 
 # the llama.cpp trace: every pool stays far from the device's capacity. The report's
 # configurations and the figure's (each kind with and without the headroom rule) differ
-trace=$BUILD_DIR/llama-1b-f16-q8_0.trace
+trace=$work/llama-1b-f16-q8_0.trace
 xz -dc docs/traces/llama-1b-f16-q8_0.trace.xz >"$trace"
 configs=recorded,legacy,plain,vmm,async,legacy-1x,vmm-1x,legacy-keep,legacy-1x-keep,async-keep
 report replay-llama "pool-replay llama-1b-f16-q8_0.trace --configs $configs --capacity 8192" "" \
-    "$tools/pool-replay" "$trace" --configs "$configs" --capacity 8192
-configs=legacy,legacy-keep,legacy-1x-keep,plain,vmm,vmm-1x,async,async-keep
-"$tools/pool-replay" "$trace" --configs "$configs" --capacity 8192 --perfetto "$BUILD_DIR/llama-q8_0.json" >/dev/null
-scripts/plot.py "$BUILD_DIR/llama-q8_0.json" "$BUILD_DIR/figures" \
-    --title "llama.cpp 1B, KV q8_0, pp512/tg128 at depths 0, 8192, 32768 (H200 trace) replayed on the sim driver" >/dev/null
-cp "$BUILD_DIR/figures/llama-q8_0-overview.png" docs/figures/
+    "$TOOLS/pool-replay" "$trace" --configs "$configs" --capacity 8192
+if [ -z "$check" ]; then
+    configs=legacy,legacy-keep,legacy-1x-keep,plain,vmm,vmm-1x,async,async-keep
+    "$TOOLS/pool-replay" "$trace" --configs "$configs" --capacity 8192 --perfetto "$work/llama-q8_0.json" >/dev/null
+    draw "$work/llama-q8_0.json" "llama.cpp 1B, KV q8_0, pp512/tg128 at depths 0, 8192, 32768 (H200 trace) replayed on \
+the sim driver" llama-q8_0-overview.png
+fi
 
-# LRU reclaim against a full flush, each row the mean of 128 seeded runs (deterministic)
-report reclaim "reclaim-sim" "" "$tools/reclaim-sim"
+# LRU reclaim against a full flush, each row the mean of 128 seeded runs (deterministic), and the
+# seed's regime it checks (reclaim-sim's exit status)
+report reclaim "reclaim-sim" "" "$TOOLS/reclaim-sim"
 
+if [ ${#stale[@]} -ne 0 ]; then
+    echo "figures: ${stale[*]}: ${check:+stale; }scripts/figures.sh remakes them"
+    exit 1
+fi
+[ -n "$check" ] && echo "figures: every report under docs/results/sim is what its tool prints" && exit 0
 python3 scripts/results.py tables

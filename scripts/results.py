@@ -7,7 +7,8 @@
     results.py tables [FILE...]             rewrite every generated block, and docs/results/TABLES.md
     results.py tables --list                the listing of every table (docs/results/TABLES.md)
     results.py check [FILE...]              exit 1 naming each stale block or unknown table
-    results.py sim NAME [--untimed]         docs/results/sim/NAME.txt from a tool's output on stdin
+    results.py sim NAME [--untimed] [--check] docs/results/sim/NAME.txt from a tool's output on stdin
+                                            (--check: exit 1, with the difference, where it differs)
 
 A generated block is a table in README.md or docs/*.md between `<!-- generated: NAME -->` and
 `<!-- /generated -->`; FILE... (default: every such file) are the files tables and check read.
@@ -84,7 +85,7 @@ def main(argv):
     t.add_argument("--list", action="store_true"), t.add_argument("files", nargs="*")
     sub.add_parser("check").add_argument("files", nargs="*")
     m = sub.add_parser("sim")
-    m.add_argument("name"), m.add_argument("--untimed", action="store_true")
+    m.add_argument("name"), m.add_argument("--untimed", action="store_true"), m.add_argument("--check", action="store_true")
     a = p.parse_args(argv)
     if a.command == "split":
         return split.main(a.results, a.prefix, a.round)
@@ -93,7 +94,7 @@ def main(argv):
     elif a.command == "show":
         sys.stdout.write(registry.render(a.name))
     elif a.command == "sim":
-        text.write_sim(a.name, sys.stdin.read(), timed=not a.untimed)
+        return 0 if text.write_sim(a.name, sys.stdin.read(), timed=not a.untimed, check=a.check) else 1
     elif a.command == "tables" and a.list:
         sys.stdout.write(listing())
     else:

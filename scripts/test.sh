@@ -34,7 +34,7 @@ done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 JOBS=$(nproc)
 
-packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config)
+packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config xz-utils)
 [[ " ${jobs[*]} " == *" format "* ]] && packages+=(clang-format)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)

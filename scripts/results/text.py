@@ -3,8 +3,10 @@
 docs/results/sim/, without what follows a run's timing, so that the files come out the same on
 every run) and a session's gpu-test summary."""
 
+import difflib
 import os
 import re
+import sys
 
 from . import markdown, source
 
@@ -34,11 +36,18 @@ def tidy(text):
     return "".join(line.rstrip() + "\n" for line in text.rstrip("\n").splitlines())
 
 
-def write_sim(name, text, timed=True):
-    """docs/results/sim/NAME.txt from a tool's output"""
-    os.makedirs(os.path.join(source.ROOT, SIM), exist_ok=True)
-    with open(os.path.join(source.ROOT, SIM, name + ".txt"), "w") as f:
-        f.write(tidy(text if timed else untimed(text)))
+def write_sim(name, text, timed=True, check=False):
+    """docs/results/sim/NAME.txt from a tool's output; check: compare instead, printing the difference.
+    Whether the file holds it now"""
+    path, new = os.path.join(source.ROOT, SIM, name + ".txt"), tidy(text if timed else untimed(text))
+    old = open(path).read() if os.path.exists(path) else ""
+    if check and old != new:
+        sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), path, "its tool now"))
+    elif not check:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(new)
+    return not check or old == new
 
 
 def sim(name):
