@@ -96,6 +96,7 @@ const std::map<std::string, uint64_t> CONSTANTS = {
     { "pool_legacy::MAX_CACHED_BUFFERS", gcp::pool_legacy::MAX_CACHED_BUFFERS },
     { "pool_legacy::WASTE_SLACK", gcp::pool_legacy::WASTE_SLACK },
     { "pool_legacy::LOOK_AHEAD_DIVISOR", gcp::pool_legacy::LOOK_AHEAD_DIVISOR },
+    { "pool_legacy::LOOK_AHEAD_MAX", gcp::pool_legacy::LOOK_AHEAD_MAX },
     { "pool_legacy::ROUNDING", gcp::pool_legacy::ROUNDING },
     { "pool_legacy::RECLAIM_FACTOR", gcp::pool_legacy::RECLAIM_FACTOR },
     { "pool_legacy::MAX_GROWING", gcp::pool_legacy::MAX_GROWING },
