@@ -25,7 +25,9 @@ LLAMA_OFF="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOL
 patched=($(sed -n 's|^+++ b/.*/\([^/]*\.cu\)$|\1|p' "$PATCH"))
 adapter=(ggml-cuda/adapter/*.cu)
 rm -rf "$DIR" && mkdir -p "$DIR"
-command -v nvcc >/dev/null || { echo "llama-check: FAILED: nvcc is not on PATH"; exit 1; }
+for tool in nvcc cmake ninja; do
+    command -v $tool >/dev/null || { echo "llama-check: FAILED: $tool is not on PATH"; exit 1; }
+done
 
 # the objects that build sources $2... into ggml-cuda, from ninja's targets in $1; fails naming a
 # source with none (an adapter source missing from integrations/llama.cpp/ggml-cuda-pool.cmake)
