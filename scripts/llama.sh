@@ -3,9 +3,10 @@
 # (or takes LLAMA_CPP_DIR, a checkout at that commit), applies the integration patch, builds
 # llama.cpp with CUDA for the local GPU, writes random-weight models, then runs llama.cpp's own
 # tools once per pool configuration, side by side, in one binary (GGML_CUDA_POOL picks ggml's
-# own pools or a module kind at run time). The steps, each in the file named:
+# own pools or a module kind at run time). LLAMA_TREE=ggml takes the later standalone ggml instead
+# (../shared/ggml), where only test-backend-ops is built. The steps, each in the file named:
 #
-#   prepare build models                 llama/setup.sh     the tree, the build, the models
+#   prepare build models graphs          llama/setup.sh     the tree, the build, the models, graphs off and on
 #   ops complete faults soak memcheck memcheck_oom
 #                                        llama/checks.sh    test-backend-ops, greedy text, faults
 #   bench memory speculative pairs trace summary
@@ -29,14 +30,15 @@
 # first use, CUDA_MODULE_LOADING=LAZY, as CUDA does by default and ggml's pools run) or ":nowait"
 # (GGML_CUDA_POOL_WAIT_MS=0); variants combine (legacy:kvpool:nowait).
 #
-# Environment: LLAMA_WORK (/tmp/llama-work), LLAMA_CPP_DIR, LLAMA_SNAPSHOT (the .tar.xz; default
-# ../shared/llama.cpp/llama.cpp-*.tar.xz), LLAMA_BUILD ($LLAMA_WORK/build), LLAMA_CMAKE_ARGS,
-# CONFIGS ("ggml legacy plain vmm async"), LLAMA_MODELS ("1b-f16 1b-q8_0 8b-q8_0"), LLAMA_GPU (0);
-# each step file names the variables of its steps.
+# Environment: LLAMA_WORK (/tmp/llama-work), LLAMA_TREE (llama.cpp or ggml), LLAMA_CPP_DIR (a
+# checkout of that tree), LLAMA_SNAPSHOT (the .tar.xz; default ../shared/TREE/TREE-*.tar.xz),
+# LLAMA_BUILD ($LLAMA_WORK/build), LLAMA_CMAKE_ARGS, CONFIGS ("ggml legacy plain vmm async"),
+# LLAMA_MODELS ("1b-f16 1b-q8_0 8b-q8_0"), LLAMA_GPU (0); each step file names the variables of its steps.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${LLAMA_WORK:-/tmp/llama-work}
-SRC=${LLAMA_CPP_DIR:-$WORK/llama.cpp}
+TREE=${LLAMA_TREE:-llama.cpp}
+SRC=${LLAMA_CPP_DIR:-$WORK/$TREE}
 BUILD=${LLAMA_BUILD:-$WORK/build}
 RESULTS=$WORK/results
 MODELS=$WORK/models
@@ -44,7 +46,12 @@ BIN=$BUILD/bin
 CONFIGS=${CONFIGS:-"ggml legacy plain vmm async"}
 MODEL_LIST=${LLAMA_MODELS:-"1b-f16 1b-q8_0 8b-q8_0"}
 PATCH=$ROOT/integrations/llama.cpp/ggml-cuda-pool.patch
-PINNED=81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62
+# each tree at the upstream commit the patch is known to work at, and its paths' depth in the patch
+case $TREE in
+    llama.cpp) PINNED=81ff7abe50b95fb81cc70a6cdba1eb1a02a48f62 STRIP=1 ;;
+    ggml) PINNED=d99724f2b141fed9e1a9f402213506c081433465 STRIP=2 ;;
+    *) echo "llama.sh: LLAMA_TREE is llama.cpp or ggml, not $TREE" >&2; exit 1 ;;
+esac
 PROMPT="The pools of a CUDA backend hand out scratch buffers"
 GPU=${LLAMA_GPU:-0} # one GPU: llama.cpp would split a model over every visible one
 mkdir -p "$RESULTS" "$MODELS"

@@ -9,13 +9,15 @@
 #   fuzz   the libFuzzer target (clang) for FUZZ_SECONDS (60) over tests/fuzz/corpus
 #   hip    the HIP variant built with Debian's hipcc (library, tests, tools; no AMD GPU here, so
 #          the unit label runs on the sim driver and the gpu label reports SKIPPED)
-#   llama  the llama.cpp integration patch applies to the pinned snapshot and the adapter compiles
-#          with nvcc against the patched ggml-cuda headers (scripts/llama-check.sh); SKIPPED where
-#          no snapshot is found (../shared/llama.cpp, LLAMA_SNAPSHOT or LLAMA_CPP_DIR)
+#   llama  the llama.cpp integration patch applies to the pinned llama.cpp and the later standalone
+#          ggml, and there nvcc compiles the sources it changes and the adapter, as the tree's CMake
+#          builds them, with CUDA graphs off and on and with the option off (scripts/llama-check.sh);
+#          SKIPPED where a tree has no snapshot (../shared/llama.cpp and ../shared/ggml, or
+#          LLAMA_SNAPSHOT, LLAMA_CPP_DIR, GGML_SNAPSHOT, GGML_DIR)
 # scripts/test.sh [job...]   (default: all; an unknown job: the usage, exit 2, nothing installed);
 # extra CMake arguments in CMAKE_ARGS.
-# The last line counts tests: passed, failed, skipped for want of a GPU, skipped for want of the
-# llama.cpp snapshot.
+# The last line counts tests: passed, failed, skipped for want of a GPU, skipped for want of a
+# snapshot of llama.cpp or ggml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -44,7 +46,7 @@ need_packages "${packages[@]}" || { echo "test.sh: cannot install ${packages[*]}
 passed=0
 failed=0
 skipped=0    # gpu tests on a machine without a GPU
-no_snapshot=0 # the llama job without a llama.cpp snapshot
+no_snapshot=0 # the llama job without a snapshot of llama.cpp or ggml
 summary=()
 
 # ctest_job NAME BUILD_DIR LABEL_REGEX EXCLUDE_REGEX CMAKE_ARGS...: configure, build, run ctest
@@ -118,8 +120,8 @@ for job in "${jobs[@]}"; do
             rc=0
             bash scripts/llama-check.sh || rc=$?
             case $rc in
-                0) passed=$((passed + 1)); summary+=("llama: the patch applies, the adapter compiles") ;;
-                2) no_snapshot=1; summary+=("llama: SKIPPED (no llama.cpp snapshot)") ;;
+                0) passed=$((passed + 1)); summary+=("llama: the patch applies and compiles in llama.cpp and ggml") ;;
+                2) no_snapshot=1; summary+=("llama: SKIPPED (no snapshot of llama.cpp or ggml)") ;;
                 *) failed=$((failed + 1)); summary+=("llama: FAILED (build-llama-check/)") ;;
             esac
             ;;
@@ -128,5 +130,5 @@ done
 
 echo
 printf '%s\n' "${summary[@]}"
-echo "$passed passed, $failed failed, $skipped skipped (no GPU), $no_snapshot skipped (no llama.cpp snapshot)"
+echo "$passed passed, $failed failed, $skipped skipped (no GPU), $no_snapshot skipped (no llama.cpp or ggml snapshot)"
 [ "$failed" -eq 0 ]

@@ -1,6 +1,7 @@
 # llama.sh steps: correctness: test-backend-ops, greedy generation, faults, soak, memcheck (sourced)
 #   ops       test-backend-ops -b CUDA0, every op, per configuration (OPS_FILTER: -o; OPS_AT_ONCE:
-#             configurations side by side over the GPUs, default all; OPS_TIMEOUT seconds, 0: none)
+#             configurations side by side over the GPUs, default all; OPS_JOBS: -j, default the
+#             cores over 4 a side-by-side run; OPS_TIMEOUT seconds, 0: none)
 #   complete  llama-completion, greedy, GEN_TOKENS (64) tokens: the same text for every configuration
 #   faults    per module kind: a one-shot fault and a prob= fault (the same text as without), a
 #             persistent one (the pool's line, llama.cpp's decode failure, exit 1), and for async one inside a
@@ -23,7 +24,7 @@ step_ops() {
     done
     local at_once=${OPS_AT_ONCE:-${#pending[@]}}
     [ "$at_once" -ge 1 ] || return 0
-    local jobs=$(($(nproc) / (4 * at_once)))
+    local jobs=${OPS_JOBS:-$(($(nproc) / (4 * at_once)))}
     [ "$jobs" -ge 1 ] || jobs=1
     for c in "${pending[@]}"; do
         say "test-backend-ops: $c on GPU $gpu (-j $jobs)"
