@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # On a CUDA machine with torch, the one command for tests/torch-oom.py: configures and builds only
 # the PyTorch library (Release, against the installed torch's headers, so that a refusal raises
-# torch.OutOfMemoryError) in a build directory outside the tree, then runs the script, which prints
-# one row per configuration (PyTorch's allocator and every kind, each in a fresh process) and the
-# VMM reservation's cost. Needs nvcc's toolkit, cmake, ninja and a python3 that imports torch.
+# torch.OutOfMemoryError) in a build directory outside the tree, then runs the script on the
+# package folder it builds (PYTHONPATH), which prints one row per configuration (PyTorch's
+# allocator and every kind, each in a fresh process) and the VMM reservation's cost. Needs nvcc's
+# toolkit, cmake, ninja and a python3 that imports torch.
 #   bash scripts/torch-oom.sh
 # PYTHON: that python3 (default: python3 on PATH); BUILD_DIR: the build directory (default
 # ${TMPDIR:-/tmp}/ggml-cuda-pool-torch). Exit status: the script's (77: SKIPPED, with the reason).
@@ -19,5 +20,5 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -D
 grep -h 'PyTorch library:' "$log" || true
 cmake --build "$BUILD_DIR" --target ggml-cuda-pool-torch >"$BUILD_DIR/build.log" 2>&1 ||
     { tail -40 "$BUILD_DIR/build.log"; exit 1; }
-exec "$python" tests/torch-oom.py --library "$BUILD_DIR/integrations/pytorch/libggml-cuda-pool-torch.so" \
+PYTHONPATH="$BUILD_DIR/integrations/pytorch${PYTHONPATH:+:$PYTHONPATH}" exec "$python" tests/torch-oom.py \
     --require-torch-errors

@@ -4,7 +4,7 @@
 // torch.cuda.memory.CUDAPluggableAllocator(path, "ggml_cuda_pool_torch_alloc",
 // "ggml_cuda_pool_torch_free") loads, over one module context for the whole process (created at
 // the first allocation; kind from GGML_CUDA_POOL, legacy where it is unset). Streams are
-// cudaStream_t, passed as void *. ggml_cuda_pool_torch.py installs it.
+// cudaStream_t, passed as void *. The package ggml_cuda_pool_torch installs it.
 //
 // Unlike the module's C ABI, the allocation function throws: PyTorch calls it from C++ and does
 // not check for NULL, so a request it cannot serve is a C++ exception that PyTorch raises in
