@@ -35,6 +35,8 @@ GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_report(const char * where);
 GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_check (char * line, size_t size);
 // 1 where a refused allocation raises PyTorch's own types (torch.OutOfMemoryError), 0 where it raises RuntimeError
 GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_raises_torch_errors(void);
+// the module's timing of its pool calls on (1) or off (0), as GGML_CUDA_POOL_TIMING: their time is the lines' call_ms
+GGML_CPOOL_TORCH_API void   ggml_cuda_pool_torch_timing(int on);
 // clang-format on
 
 #ifdef __cplusplus

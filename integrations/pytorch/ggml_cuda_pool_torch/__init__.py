@@ -128,6 +128,14 @@ def report(where="-"):
     return n
 
 
+def timing(on):
+    """Turns the module's timing of its pool calls on or off (as GGML_CUDA_POOL_TIMING=1 does from
+    the start): their time is call_ms in the statistics lines."""
+    if _installed is None:
+        raise RuntimeError("use_ggml_cuda_pool() has not installed the library")
+    ctypes.CDLL(_installed[0]).ggml_cuda_pool_torch_timing(1 if on else 0)
+
+
 _FIELD = re.compile(r"(\w+)=(\S+)")
 
 
