@@ -59,7 +59,7 @@ enum ggml_cpool_option_takes {
       "how the module's pools learn that ggml captures a CUDA graph: they ask the driver (the async "    \
       "kind at every allocation), or the adapter declares each capture (ggml_cpool_declare_capture)")    \
     X(WAIT_MS, "GGML_CUDA_POOL_WAIT_MS", "llama.cpp adapter, PyTorch library", MILLISECONDS,             \
-      "milliseconds, a plain decimal",                                                                   \
+      "0 to 4294967295 (milliseconds, a plain decimal)",                                                 \
       "how long an allocation the device refused waits for memory to come back before it fails (unset: " \
       "the adapter's DEFAULT_WAIT_MS, the PyTorch library none)")                                        \
     X(ROTATE, "GGML_CUDA_POOL_ROTATE", "llama.cpp adapter", LIST,                                        \

@@ -81,8 +81,8 @@ step memcheck-demo compute-sanitizer --tool memcheck --leak-check full --error-e
 # PyTorch with the library as its allocator (where python3 imports torch and sees the GPU; SKIPPED
 # with the reason otherwise): what a refused allocation raises under each kind, a 40 GiB tensor, a
 # loop that halves its chunk after an out-of-memory, the VMM reservation's cost (tests/torch-oom.py)
-step torch-oom bash -c 'python3 tests/torch-oom.py --library "$1"; rc=$?; [ $rc -eq 77 ] || exit $rc' _ \
-    "$BUILD_DIR/integrations/pytorch/libggml-cuda-pool-torch.so"
+step torch-oom bash -c 'PYTHONPATH="$1" python3 tests/torch-oom.py; rc=$?; [ $rc -eq 77 ] || exit $rc' _ \
+    "$BUILD_DIR/integrations/pytorch"
 sed -n '/^config /,/^torch-oom:/p' "$LOGS/torch-oom.log"
 
 # the warm stream-ordered pool against CUDA's default threshold (GPU_TEST_BENCH=0 leaves it out)

@@ -6,7 +6,7 @@
     results.py show NAME                    one generated table
     results.py tables [FILE...]             rewrite every generated block, and docs/results/TABLES.md
     results.py tables --list                the listing of every table (docs/results/TABLES.md)
-    results.py check [FILE...]              exit 1 naming each stale block or unknown table
+    results.py check [FILE...]              exit 1 naming each stale block or unknown table, else how many match
     results.py sim NAME [--untimed] [--check] docs/results/sim/NAME.txt from a tool's output on stdin
                                             (--check: exit 1, with the difference, where it differs)
 
@@ -50,8 +50,9 @@ def markdown(files):
 
 
 def tables(files, write):
-    """rewrites (write) or checks every block, and the listing unless files are named; the problems"""
-    problems = []
+    """rewrites (write) or checks every block, and the listing unless files are named; the problems
+    and how many blocks there are"""
+    problems, count = [], 0
     for path, old in markdown(files):
         try:
             new, found = blocks.rewrite(old, path, registry.render)
@@ -59,6 +60,7 @@ def tables(files, write):
             problems.append(f"{e}: left as it is")
             continue
         problems += found
+        count += len(blocks.parse(old, path))
         if write and new != old:
             with open(os.path.join(source.ROOT, path), "w") as f:
                 f.write(new)
@@ -71,7 +73,7 @@ def tables(files, write):
             if write:
                 with open(path, "w") as f:
                     f.write(listing())
-    return problems
+    return problems, count
 
 
 def main(argv):
@@ -98,10 +100,12 @@ def main(argv):
     elif a.command == "tables" and a.list:
         sys.stdout.write(listing())
     else:
-        problems = tables(a.files, write=a.command == "tables")
+        problems, count = tables(a.files, write=a.command == "tables")
         failed = problems if a.command == "check" else [p for p in problems if not p.endswith("stale")]
         for line in problems:
             print(line if line in failed else line[:-len("stale")] + "rewritten")
+        if a.command == "check" and not failed:
+            print(f"check: all {count} generated blocks match their files" + ("" if a.files else f", and so does {LISTING}"))
         return 1 if failed else 0
     return 0
 

@@ -15,7 +15,8 @@
 #          SKIPPED where a tree has no snapshot (../shared/llama.cpp and ../shared/ggml, or
 #          LLAMA_SNAPSHOT, LLAMA_CPP_DIR, GGML_SNAPSHOT, GGML_DIR)
 # scripts/test.sh [job...]   (default: all; an unknown job: the usage, exit 2, nothing installed);
-# extra CMake arguments in CMAKE_ARGS.
+# extra CMake arguments in CMAKE_ARGS; --help or -h: the usage and this text.
+# A ctest job names why each skipped test skipped (its own line), one line per reason.
 # The last line counts tests: passed, failed, skipped for want of a GPU, skipped for want of a
 # snapshot of llama.cpp or ggml.
 set -euo pipefail
@@ -23,13 +24,19 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 all_jobs=(format main asan tsan fuzz hip llama)
+usage() { echo "usage: scripts/test.sh [job...]   jobs: ${all_jobs[*]} (default: all)"; }
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+    usage
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" # the comment above
+    exit 0
+fi
 jobs=("$@")
 [ ${#jobs[@]} -eq 0 ] && jobs=("${all_jobs[@]}")
 # a job name checked before anything is installed or built
 for job in "${jobs[@]}"; do
     if [[ " ${all_jobs[*]} " != *" $job "* ]]; then
         echo "test.sh: unknown job: $job" >&2
-        echo "usage: scripts/test.sh [job...]   jobs: ${all_jobs[*]} (default: all)" >&2
+        usage >&2
         exit 2
     fi
 done
@@ -38,6 +45,8 @@ JOBS=$(nproc)
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config xz-utils)
 [[ " ${jobs[*]} " == *" format "* ]] && packages+=(clang-format)
+# the PyTorch package's install into a virtual environment (ctest torch-package)
+[[ " ${jobs[*]} " == *" main "* ]] && packages+=(python3-venv python3-wheel-whl)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
 [[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)
@@ -48,6 +57,19 @@ failed=0
 skipped=0    # gpu tests on a machine without a GPU
 no_snapshot=0 # the llama job without a snapshot of llama.cpp or ggml
 summary=()
+
+# skip_reasons BUILD_DIR: why the last ctest run's skipped tests skipped, as each said it (a GoogleTest
+# case the line after "Skipped", a script its "SKIPPED: " line), one line per reason with how many
+# tests gave it and the first; ctest itself shows them only under -V
+skip_reasons() {
+    awk 'function keep(why) { if (!(why in n)) { first[why] = name; order[++k] = why } n[why]++ }
+         /^[0-9]+\/[0-9]+ Testing: / { name = $3 }
+         /: Skipped$/ { if ((getline why) > 0) keep(why) }
+         /^SKIPPED: / { keep(substr($0, 10)) }
+         END { for (i = 1; i <= k; i++) { w = order[i]
+                 printf "skipped: %s (%d test%s: %s%s)\n", w, n[w], (n[w] > 1 ? "s" : ""), first[w], (n[w] > 1 ? ", ..." : "") } }' \
+        "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+}
 
 # ctest_job NAME BUILD_DIR LABEL_REGEX EXCLUDE_REGEX CMAKE_ARGS...: configure, build, run ctest
 # on the labels (all when empty) but the excluded, count
@@ -64,6 +86,7 @@ ctest_job() {
     total=$(grep -Eo 'tests failed out of [0-9]+|tests passed out of [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
     fails=$(grep -Eo '[0-9]+ tests failed' "$log" | grep -Eo '^[0-9]+' | tail -1)
     skips=$(grep -c '(Skipped)$' "$log" || true)
+    [ "$skips" -gt 0 ] && skip_reasons "$dir" | tee -a "$log"
     total=${total:-0}
     fails=${fails:-0}
     [ "$rc" -ne 0 ] && [ "$fails" -eq 0 ] && fails=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Greedy generation with a Llama model under PyTorch's own CUDA allocator and under each
-ggml-cuda-pool kind (integrations/pytorch), each in a fresh process.
+ggml-cuda-pool kind (the package ggml_cuda_pool_torch: pip install --no-build-isolation
+./integrations/pytorch), each in a fresh process.
 
 The model comes from a transformers config with random weights (no download): `1b` (2048 wide,
 16 layers, 32/8 heads, FFN 8192, vocab 32000) or `tiny` (for the test). bf16, a random prompt,
@@ -29,8 +30,6 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_LIBRARY = os.path.join(ROOT, "build", "integrations", "pytorch", "libggml-cuda-pool-torch.so")
 KINDS = ("native", "legacy", "plain", "vmm", "async")
 CONFIGS = {
     "1b": dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
@@ -57,7 +56,7 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=3, help="the driver's rounds, each running every kind once")
     p.add_argument("--check-logits", metavar="PATH",
                    help="reference logits and tokens: saved there by the first run, compared by the others")
-    p.add_argument("--library", default=DEFAULT_LIBRARY, help="libggml-cuda-pool-torch.so")
+    p.add_argument("--library", help="libggml-cuda-pool-torch.so (default: the package's own)")
     p.add_argument("--results", metavar="PATH",
                    help="the driver's finished runs, one JSON line each (the reference logits beside it): "
                         "runs already there are not run again, so a later call goes on where this one stopped")
@@ -110,7 +109,6 @@ def compare_reference(torch, path, logits, tokens):
 
 def run_one(args):
     if args.kind != "native":
-        sys.path.insert(0, os.path.join(ROOT, "integrations", "pytorch"))
         from ggml_cuda_pool_torch import pool_stats, use_ggml_cuda_pool
         use_ggml_cuda_pool(args.kind, args.library)  # before anything touches CUDA
 
@@ -167,8 +165,8 @@ def run_one(args):
 
 def spawn(args, kind, reference):
     cmd = [sys.executable, os.path.abspath(__file__), "--kind", kind, "--config", args.config,
-           "--prompt", str(args.prompt), "--gen", str(args.gen), "--check-logits", reference,
-           "--library", args.library]
+           "--prompt", str(args.prompt), "--gen", str(args.gen), "--check-logits", reference]
+    cmd += ["--library", args.library] if args.library else []
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # stderr passes through
     result = None
     for line in proc.stdout.splitlines():

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # pool-demo's command line and capacity: a value an option does not take is one line naming the
-# option and a non-zero exit (not the automatic choice, not 1 for 2); an unknown option, or one
-# without its value, a line naming it, the usage and exit 2; --help and -h the usage on stdout and
-# exit 0; a sim capacity the model cannot fit ends the demo at once with one line naming the sim
-# driver; a capacity some sessions run out of stops each of those at its failing pass, says so, and
-# exits non-zero, promptly.
+# option and a non-zero exit (not the automatic choice, not 1 for 2); async on the sim driver, one
+# line saying it needs the cuda driver; --driver cuda where there is none, the driver's reason; an
+# unknown option, or one without its value, a line naming it, the usage and exit 2; --help and -h
+# the usage on stdout and exit 0; a sim capacity the model cannot fit ends the demo at once with one
+# line naming the sim driver; a capacity some sessions run out of stops each of those at its failing
+# pass, says so, and exits non-zero, promptly.
 #   check-demo-args.sh PATH/TO/pool-demo
 set -u
 demo=$1
@@ -29,6 +30,23 @@ for bad in "--driver gpu" "--overallocate 2" "--layers 2x" "--kinds legacy,faste
         echo "ok   $bad: exit $rc, one line: $out"
     fi
 done
+
+# async on the sim driver: one line saying it needs the cuda driver; the cuda driver where it cannot
+# be made: one line with the driver's reason (on a GPU the demo runs)
+out=$(run --driver sim --kinds legacy,async "${small[@]}")
+rc=$?
+if [ "$rc" -ne 2 ] || [ "$(grep -c . <<<"$out")" -ne 1 ] || ! grep -q "^pool-demo: --kinds async: .*needs the cuda driver" <<<"$out"; then
+    fail "--driver sim --kinds legacy,async: exit $rc, wanted 2 and one line saying async needs the cuda driver" "$out"
+else
+    echo "ok   --driver sim --kinds legacy,async: exit 2, one line: $out"
+fi
+out=$(run --driver cuda "${small[@]}")
+rc=$?
+if [ "$rc" -ne 0 ] && ! grep -q "^pool-demo: the cuda driver is unavailable: cuda driver: ." <<<"$out"; then
+    fail "--driver cuda: exit $rc without the driver's reason" "$out"
+else
+    echo "ok   --driver cuda: exit $rc$([ "$rc" -ne 0 ] && echo ", the reason: $out")"
+fi
 
 # an option the demo does not know is named, with the usage; so is one left without its value
 for bad in "--bogus 1:unknown option '--bogus'" "--layers:--layers needs a value"; do

@@ -5,7 +5,8 @@ memory pressure) regenerated from docs/results/h200-7ce09b6.tar.xz and h200-e171
 tests/results/growing.md does. And the generated blocks of a page (tests/results/blocks.md, a copy
 of it): `results.py check` names the stale block and the unknown one, exit 1; `results.py tables`
 rewrites the stale one from its files, leaving the text around it and the unknown block as they
-are, and still fails for the unknown one; a block left open is refused, the file left as it is.
+are, and still fails for the unknown one; a page whose blocks all match: check says so, exit 0; a
+block left open is refused, the file left as it is.
 
     check-results-table.py SCRIPTS_DIR TESTS_RESULTS_DIR
 """
@@ -54,6 +55,12 @@ def check_blocks(tmp):
     done = results_py("check", page)
     check(done.returncode == 1 and "stale" not in done.stdout, "check then names the unknown block alone",
           done.stdout)
+    fresh = os.path.join(tmp, "fresh.md")
+    with open(fresh, "w") as f:
+        f.write("Text.\n" + ops)
+    done = results_py("check", fresh)
+    check(done.returncode == 0 and done.stdout == "check: all 1 generated blocks match their files\n",
+          "check says so when every block matches", done.stdout + done.stderr)
     with open(page, "a") as f:
         f.write("<!-- generated: ops -->\n")
     before = read(page)

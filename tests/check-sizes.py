@@ -25,7 +25,7 @@ MAX_FUNCTION_LINES = 80
 C_LIKE = {".c", ".cc", ".cpp", ".h", ".hpp", ".cu", ".cuh"}
 SHELL = {".sh"}
 PYTHON = {".py"}
-BUILD = {".cmake", "CMakeLists.txt", ".md"}  # source: their length is checked, they have no functions
+BUILD = {".cmake", "CMakeLists.txt", ".md", ".toml"}  # source: their length is checked, they have no functions
 # not source, so not checked, each with the reason
 NOT_SOURCE = {
     ".patch": "a diff applied to llama.cpp's sources: its length is that of the change it carries",

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh with a job it does not know, alone or after a real one: exit 2 naming it, the
-# usage and every job, before anything is installed or built. The scripts run in a stand-in tree
-# with apt-get, sudo, dpkg-query, cmake and ctest stand-ins first on PATH that record each call.
+# usage and every job, before anything is installed or built; with --help or -h: exit 0, the usage,
+# every job and what it does, nothing run; a ctest job whose tests skip: why each skipped, one line
+# per reason. The scripts run in a stand-in tree with apt-get, sudo, dpkg-query, cmake and ctest
+# stand-ins first on PATH that record each call.
 #   check-test-jobs.sh PATH/TO/scripts
 set -u
 scripts=$1
@@ -30,4 +32,57 @@ for args in "bogus" "main bogus"; do
         failed=1
     fi
 done
+
+for help in --help -h; do
+    out=$(PATH="$tree/bin:$PATH" bash "$tree/scripts/test.sh" $help 2>/dev/null)
+    rc=$?
+    calls=$(cat "$tree/calls" 2>/dev/null)
+    rm -f "$tree/calls"
+    if [ "$rc" -eq 0 ] && grep -q "^usage: scripts/test.sh" <<<"$out" && grep -q "format main asan tsan fuzz hip llama" <<<"$out" &&
+        grep -q "^  tsan   thread sanitizer" <<<"$out" && [ -z "$calls" ]; then
+        echo "ok   test.sh $help: exit 0, the usage and every job on stdout, nothing run"
+    else
+        echo "FAIL test.sh $help: exit $rc; output:"
+        echo "$out" | head -20
+        echo "calls made: ${calls:-none}"
+        failed=1
+    fi
+done
+
+# the main job with a ctest whose runs left two GoogleTest cases and a script skipped, as ctest's
+# log keeps them: the job names both reasons, the first with its two tests
+cat >"$tree/bin/ctest" <<'SH'
+#!/bin/sh
+mkdir -p build/Testing/Temporary
+cat >build/Testing/Temporary/LastTest.log <<'LOG'
+1/3 Testing: Cuda/Rules.Alloc
+Output:
+harness.cpp:30: Skipped
+cuda driver unavailable: UNSUPPORTED
+[  SKIPPED ] Cuda/Rules.Alloc (0 ms)
+<end of output>
+2/3 Testing: Cuda/Rules.Free
+Output:
+harness.cpp:30: Skipped
+cuda driver unavailable: UNSUPPORTED
+<end of output>
+3/3 Testing: torch-generate
+Output:
+SKIPPED: cannot import torch
+<end of output>
+LOG
+printf '100%% tests passed, 0 tests failed out of 3\n\nThe following tests did not run:\n'
+printf '\t  1 - Cuda/Rules.Alloc (Skipped)\n\t  2 - Cuda/Rules.Free (Skipped)\n\t  3 - torch-generate (Skipped)\n'
+SH
+mkdir -p "$tree/build"
+out=$(cd "$tree" && PATH="$tree/bin:$PATH" bash scripts/test.sh main 2>&1)
+if grep -q "^skipped: cuda driver unavailable: UNSUPPORTED (2 tests: Cuda/Rules.Alloc, ...)$" <<<"$out" &&
+    grep -q "^skipped: cannot import torch (1 test: torch-generate)$" <<<"$out" &&
+    grep -q "0 passed, 0 failed, 3 skipped" <<<"$out"; then
+    echo "ok   test.sh main: why each test skipped, one line per reason"
+else
+    echo "FAIL test.sh main: the skip reasons not named; output:"
+    echo "$out" | tail -20
+    failed=1
+fi
 exit $failed

@@ -473,8 +473,8 @@ TEST(Sources, KindNamesOutsideTheModuleAreItsOwn) {
         EXPECT_NE(pool_values.find(kind), std::string::npos) << kind << " is not in the GGML_CUDA_POOL row";
     }
     std::smatch       row;
-    const std::string helper =
-        read(std::filesystem::path(GCP_SOURCE_DIR) / "integrations" / "pytorch" / "ggml_cuda_pool_torch.py");
+    const std::string helper = read(std::filesystem::path(GCP_SOURCE_DIR) / "integrations" / "pytorch" /
+                                    "ggml_cuda_pool_torch" / "__init__.py");
     ASSERT_TRUE(std::regex_search(helper, row, std::regex("\\nKINDS = \\(([^)]*)\\)")));
     std::set<std::string> listed;
     const std::string     names = row[1];

@@ -175,6 +175,7 @@ TEST(Options, TheWaitTakesAPlainDecimalCountOfMilliseconds) {
         log_capture log;
         EXPECT_EQ(reading(GGML_CPOOL_OPTION_WAIT_MS, bad).st, GGML_CPOOL_STATUS_INVALID_ARGUMENT) << bad;
         EXPECT_EQ(log.lines().size(), 1u) << bad;
+        EXPECT_EQ(log.count("; it takes 0 to 4294967295 \\(milliseconds"), 1u) << bad << ": the range it takes";
     }
 }
 

@@ -256,8 +256,21 @@ TEST_F(Torch, StatisticsLineForEachPool) {
         std::regex_match(lines[0], std::regex("ggml-cuda-pool stats: device=0 slot=0 pool=legacy allocs=2 hits=1 "
                                               "driver_allocs=1 driver_frees=0 live_mib=0\\.00 peak_live_mib=1\\.05 "
                                               "peak_reserved_mib=1\\.05 peak_requested_mib=1\\.00 syncs=[0-9]+ "
-                                              "cross_stream_frees=0 streams=1")))
+                                              "cross_stream_frees=0 streams=1 call_ms=0\\.000000")))
         << lines[0];
+}
+
+TEST_F(Torch, TheLineCountsTheTimeInThePoolsCallsWhileTimingIsOn) {
+    ggml_cpool_timing_set(1);
+    give(take(streams_[0]), streams_[0]);
+    ggml_cpool_timing_set(0);
+    const std::string timed = alloc_->stats_lines()[0];
+    give(take(streams_[0]), streams_[0]);
+    const std::string after = alloc_->stats_lines()[0];
+    std::smatch       ms;
+    ASSERT_TRUE(std::regex_search(timed, ms, std::regex(" call_ms=([0-9.]+)$"))) << timed;
+    EXPECT_GT(std::stod(ms[1]), 0.0) << timed;
+    EXPECT_EQ(after.substr(after.rfind(" call_ms=")), timed.substr(timed.rfind(" call_ms="))) << "timing off";
 }
 
 TEST_F(Torch, BadFreesAreRefusedWithALine) {

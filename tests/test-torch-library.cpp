@@ -36,6 +36,12 @@ struct torch_library {
     int (*check)(char * line, size_t size)                  = nullptr;
 };
 
+TEST(TorchLibrary, ExportsTheTimingSwitch) {
+    torch_library lib;
+    ASSERT_NE(lib.handle, nullptr) << dlerror();
+    EXPECT_NE(dlsym(lib.handle, "ggml_cuda_pool_torch_timing"), nullptr) << "what timing() in the helper calls";
+}
+
 bool starts_with(const std::string & text, const std::string & prefix) {
     return text.rfind(prefix, 0) == 0;
 }

@@ -18,9 +18,9 @@ cudaMalloc, a VMM mapping, the stream-ordered pool's growth). A probe of the dri
 reserving a VMM address range of 32 GiB (the module's default) and of the device's memory (what
 the PyTorch library reserves), and a 64 MiB mapping inside each.
 
-    bash scripts/torch-oom.sh                  # the one command: builds the library, runs this
-    tests/torch-oom.py --library PATH/libggml-cuda-pool-torch.so [--require-torch-errors]
-    tests/torch-oom.py --config vmm --library PATH   # one configuration in this process: a RESULT line
+    tests/torch-oom.py [--require-torch-errors]   # with the package installed (integrations/pytorch)
+    bash scripts/torch-oom.sh                      # without: builds the library out of the tree, runs this
+    tests/torch-oom.py --config vmm                # one configuration in this process: a RESULT line
 
 Exit status: 0 when every check passed, 1 otherwise, 77 (after a line with the reason) where torch
 cannot be imported or sees no CUDA device.
@@ -35,8 +35,6 @@ import time
 
 import torch_oom_probe
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-HELPER_DIR = os.path.join(os.path.dirname(HERE), "integrations", "pytorch")
 CONFIGS = ("native", "legacy", "plain", "vmm", "async")
 MiB = 1 << 20
 GiB = 1 << 30
@@ -54,7 +52,7 @@ CHILD_TIMEOUT = 600     # seconds for one configuration's process
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--library", help="libggml-cuda-pool-torch.so (every configuration but native)")
+    p.add_argument("--library", help="libggml-cuda-pool-torch.so (default: the package's own)")
     p.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated, of " + ", ".join(CONFIGS))
     p.add_argument("--config", choices=CONFIGS, help="one configuration in this process")
     p.add_argument("--probe", action="store_true", help="the driver probe in this process")
@@ -209,7 +207,6 @@ def training_loop(torch, config, oom_error):
 def run_one(args):
     native = args.config == "native"
     if not native:
-        sys.path.insert(0, HELPER_DIR)
         from ggml_cuda_pool_torch import out_of_memory_error, use_ggml_cuda_pool
         use_ggml_cuda_pool(args.config, args.library)  # before anything touches CUDA
     import torch
@@ -280,12 +277,12 @@ def drive(args):
     configs = [c for c in args.configs.split(",") if c]
     if set(configs) - set(CONFIGS):
         sys.exit(f"unknown configurations: {', '.join(sorted(set(configs) - set(CONFIGS)))}")
-    if any(c != "native" for c in configs) and not (args.library and os.path.isfile(args.library)):
-        sys.exit(f"--library {args.library}: no such file (scripts/torch-oom.sh builds it)")
     why = skip_reason()
     if why:
         print(f"SKIPPED: {why}")
         return SKIP
+    if any(c != "native" for c in configs):
+        print(f"library: {the_library(args.library)}")
     results = []
     for config in configs:
         argv = ["--config", config] + (["--library", args.library] if args.library else [])
@@ -295,6 +292,18 @@ def drive(args):
     torch_oom_probe.table(spawn(["--probe"]))
     print(f"\ntorch-oom: {passed} of {len(results)} configurations passed every check")
     return 0 if passed == len(results) else 1
+
+
+def the_library(library):
+    """the library the kinds run on: --library, else the installed package's; exits saying why not"""
+    try:
+        from ggml_cuda_pool_torch import find_library
+        return find_library(library)
+    except ImportError:
+        sys.exit("ggml_cuda_pool_torch is not installed: pip install --no-build-isolation ./integrations/pytorch "
+                 "(or bash scripts/torch-oom.sh, which builds it out of the tree)")
+    except FileNotFoundError as e:
+        sys.exit(str(e))
 
 
 def skip_reason():

@@ -1,13 +1,15 @@
 // pool-demo: drives every pool kind with the allocation pattern of an LLM forward pass (prompt
 // chunks, then decode steps) and prints a pool report. Without a GPU it runs on the sim driver.
 //
-//   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]
+//   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm,async] [--layers N] [--embd N] [--ff N]
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
 //
 // --help prints this usage. An unknown option, or a value an option does not take, stops it with
-// one line naming it and exit status 2. A model that holds more at once than the sim device has
-// stops it before the first row, with one line and status 1; a session whose pool runs out of
-// memory stops at that pass, says so, and the status is 1. A legend follows the report's rows.
+// one line naming it and exit status 2, as does async on the sim driver (async is CUDA's own
+// stream-ordered pool, which the sim driver only imitates). A model that holds more at once than
+// the sim device has stops it before the first row, with one line and status 1; a session whose
+// pool runs out of memory stops at that pass, says so, and the status is 1. A legend follows the
+// report's rows.
 
 #include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
@@ -56,10 +58,11 @@ struct arguments {
     std::vector<bool>            modes  = { true, false }; // K/V conversions with and without OVERALLOCATE
 };
 
-// the driver the sessions run on, and what its lines may call it
+// the driver the sessions run on, what its lines may call it, and why the cuda driver is not it
 struct device {
-    ggml_cpool_driver_t drv = nullptr;
-    bool                sim = false;
+    ggml_cpool_driver_t drv     = nullptr;
+    bool                sim     = false;
+    std::string         no_cuda = "--driver sim";
 };
 
 void report(const char * kind, const ggml_cpool_stats & s, int errors) {
@@ -139,8 +142,9 @@ bool run(const device & dev, const model & m, ggml_cpool_kind kind, bool overall
 
 // the usage to `out`; `status` back, the exit status
 int usage(FILE * out, int status) {
-    fprintf(out, "usage: pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm] [--layers N] [--embd N] [--ff N]\n"
-                 "                 [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n");
+    fprintf(out,
+            "usage: pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm,async] [--layers N] [--embd N] [--ff N]\n"
+            "                 [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n");
     return status;
 }
 
@@ -172,15 +176,14 @@ const number_option NUMBER_OPTIONS[] = {
     { "--capacity", 1, MAX_CAPACITY_MIB, [](model & m, long v) { m.capacity= size_t(v) * MiB; } },
 };
 
-// --kinds: the demo's kinds (legacy, plain, vmm), comma-separated, in any case; false for another
+// --kinds: the module's kinds but auto, comma-separated, in any case; false for another
 bool parse_kinds(const char * text, std::vector<ggml_cpool_kind> * kinds, std::string * bad) {
     kinds->clear();
     for (const char * at = text;;) {
         const char *    comma = strchr(at, ',');
         std::string     name  = comma ? std::string(at, comma) : std::string(at);
         ggml_cpool_kind kind  = GGML_CPOOL_KIND_AUTO;
-        if (ggml_cpool_kind_from_str(name.c_str(), &kind) != GGML_CPOOL_STATUS_OK ||
-            (kind != GGML_CPOOL_KIND_LEGACY && kind != GGML_CPOOL_KIND_PLAIN && kind != GGML_CPOOL_KIND_VMM)) {
+        if (ggml_cpool_kind_from_str(name.c_str(), &kind) != GGML_CPOOL_STATUS_OK || kind == GGML_CPOOL_KIND_AUTO) {
             *bad = name;
             return false;
         }
@@ -230,7 +233,7 @@ bool parse_option(const std::string & arg, const char * val, arguments * a) {
     } else if (parse_kinds(val, &a->kinds, &bad)) {
         return true;
     } else {
-        fprintf(stderr, "pool-demo: --kinds %s: '%s' is not one of legacy, plain, vmm\n", val, bad.c_str());
+        fprintf(stderr, "pool-demo: --kinds %s: '%s' is not one of legacy, plain, vmm, async\n", val, bad.c_str());
     }
     return false;
 }
@@ -260,16 +263,30 @@ int parse_arguments(int argc, char ** argv, arguments * a) {
     return RUN_DEMO;
 }
 
+// keeps the last line the module logs, whatever its level (the cuda driver says why it cannot be
+// made at info level), and shows on stderr what the default logger would
+void keep_line(ggml_cpool_log_level level, const char * text, void * line) {
+    if (level >= ggml_cpool_log_threshold()) {
+        fputs(text, stderr);
+    }
+    *static_cast<std::string *>(line) = std::string(text, strcspn(text, "\n"));
+}
+
 // the real device when there is one (or when asked), else the sim driver with `capacity` bytes;
 // no driver when the one asked for is unavailable
 device open_driver(driver_choice choice, size_t capacity) {
     device                dev;
     ggml_cpool_sim_params sim = ggml_cpool_sim_default_params();
     sim.capacity              = capacity;
-    if (choice != driver_choice::sim &&
-        ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &dev.drv) != GGML_CPOOL_STATUS_OK) {
+    if (choice != driver_choice::sim) {
+        ggml_cpool_log_set(keep_line, &dev.no_cuda);
+        const ggml_cpool_status st = ggml_cpool_driver_create(GGML_CPOOL_DRIVER_CUDA, nullptr, &dev.drv);
+        ggml_cpool_log_set(nullptr, nullptr);
+        if (st == GGML_CPOOL_STATUS_OK) {
+            return dev;
+        }
         if (choice == driver_choice::cuda) {
-            fprintf(stderr, "pool-demo: the cuda driver is unavailable\n");
+            fprintf(stderr, "pool-demo: the cuda driver is unavailable: %s\n", dev.no_cuda.c_str());
             return dev;
         }
         printf("no CUDA device: running on the sim driver (%.0f MiB of host memory acting as a device)\n",
@@ -309,6 +326,18 @@ int run_kinds(const device & dev, const arguments & a) {
     return status;
 }
 
+// whether the kinds asked for run on this driver: async on the cuda driver alone
+bool runs_kinds(const device & dev, const std::vector<ggml_cpool_kind> & kinds) {
+    const bool async = std::find(kinds.begin(), kinds.end(), GGML_CPOOL_KIND_ASYNC) != kinds.end();
+    if (dev.sim && async) {
+        fprintf(stderr,
+                "pool-demo: --kinds async: the async kind is CUDA's stream-ordered pool and needs the cuda driver, "
+                "which this run lacks (%s)\n",
+                dev.no_cuda.c_str());
+    }
+    return !(dev.sim && async);
+}
+
 // whether the model fits the sim device at all (a real device: whether it fits is for its sessions to find)
 bool fits(const device & dev, const model & m) {
     const size_t least = dev.sim ? least_memory(m) : 0;
@@ -332,6 +361,10 @@ int main(int argc, char ** argv) {
     const device dev = open_driver(a.driver, a.m.capacity);
     if (dev.drv == nullptr) {
         return 1;
+    }
+    if (!runs_kinds(dev, a.kinds)) {
+        ggml_cpool_driver_release(dev.drv);
+        return BAD_ARGUMENTS;
     }
     if (!contexts_available(dev.drv) || !fits(dev, a.m)) {
         ggml_cpool_driver_release(dev.drv);

@@ -196,3 +196,7 @@ extern "C" int ggml_cuda_pool_torch_check(char * line, size_t size) {
 extern "C" int ggml_cuda_pool_torch_raises_torch_errors(void) {
     return gcp_torch::raises_torch_errors() ? 1 : 0;
 }
+
+extern "C" void ggml_cuda_pool_torch_timing(int on) {
+    ggml_cpool_timing_set(on);
+}

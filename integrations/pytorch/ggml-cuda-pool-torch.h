@@ -4,7 +4,7 @@
 // torch.cuda.memory.CUDAPluggableAllocator(path, "ggml_cuda_pool_torch_alloc",
 // "ggml_cuda_pool_torch_free") loads, over one module context for the whole process (created at
 // the first allocation; kind from GGML_CUDA_POOL, legacy where it is unset). Streams are
-// cudaStream_t, passed as void *. ggml_cuda_pool_torch.py installs it.
+// cudaStream_t, passed as void *. The package ggml_cuda_pool_torch installs it.
 //
 // Unlike the module's C ABI, the allocation function throws: PyTorch calls it from C++ and does
 // not check for NULL, so a request it cannot serve is a C++ exception that PyTorch raises in
@@ -35,6 +35,8 @@ GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_report(const char * where);
 GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_check (char * line, size_t size);
 // 1 where a refused allocation raises PyTorch's own types (torch.OutOfMemoryError), 0 where it raises RuntimeError
 GGML_CPOOL_TORCH_API int    ggml_cuda_pool_torch_raises_torch_errors(void);
+// the module's timing of its pool calls on (1) or off (0), as GGML_CUDA_POOL_TIMING: their time is the lines' call_ms
+GGML_CPOOL_TORCH_API void   ggml_cuda_pool_torch_timing(int on);
 // clang-format on
 
 #ifdef __cplusplus

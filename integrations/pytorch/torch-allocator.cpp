@@ -223,12 +223,13 @@ std::vector<std::string> torch_allocator::stats_lines() const {
             snprintf(line, sizeof(line),
                      "ggml-cuda-pool stats: device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
                      "driver_frees=%llu live_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f "
-                     "peak_requested_mib=%.2f syncs=%llu cross_stream_frees=%llu streams=%llu",
+                     "peak_requested_mib=%.2f syncs=%llu cross_stream_frees=%llu streams=%llu call_ms=%.6f",
                      d, s, ggml_cpool_kind_str(ggml_cpool_get_kind(use.pool)), (unsigned long long) st.allocs,
                      (unsigned long long) st.hits, (unsigned long long) st.driver_allocs,
                      (unsigned long long) st.driver_frees, st.live_bytes / MiB, st.peak_live_bytes / MiB,
                      st.peak_reserved_bytes / MiB, use.peak_requested / MiB, (unsigned long long) st.synchronizes,
-                     (unsigned long long) use.cross_stream_frees, (unsigned long long) slots_.at(d, s).bindings);
+                     (unsigned long long) use.cross_stream_frees, (unsigned long long) slots_.at(d, s).bindings,
+                     st.call_ns / 1e6);
             lines.emplace_back(line);
         }
     }

@@ -10,10 +10,10 @@ import functools
 import os
 
 from . import (benchmarks, headline, longctx, pairs, pressure, rounds, rpc, runs, serve, soak, source, speculative,
-               speed, text)
+               speed, text, torchbench)
 
 FAMILIES = ("speed", "speculative", "growing", "faults", "memcheck-oom", "serve", "stretch", "spikes", "ops", "greedy",
-            "longctx", "syncs", "longgen", "rpc", "bench-async", "gpu-test", "pairs")
+            "longctx", "syncs", "longgen", "rpc", "bench-async", "gpu-test", "pairs", "torch-bench")
 
 
 def declared():
@@ -175,6 +175,12 @@ TABLES = (
     Table("rpc-speed", "llama-bench through two servers (1b-f16, -fa 1, KV q8_0): median t/s over 2 rounds x 3 "
           "repetitions, min-max, ratio of medians to ggml's pools on both sides",
           files("rpc", "rpc-TAG-bench-rR.jsonl", True), lambda: rpc.speed(folder("rpc"))),
+    Table("torch-bench", "scripts/torch_bench.py: PyTorch's caching allocator and each kind through the package, "
+          "each run a fresh process, every configuration once a round: ms a training step of a small transformer "
+          "(forward, backward, AdamW; bf16 autocast, the sequence length drawn each step, no CUDA graphs), ns a "
+          "torch.empty + del pair of mixed sizes (512 B to 64 MiB), the module's own ns a pair (its timing), peak "
+          "reserved, driver allocations a step", files("torch-bench", torchbench.FILE, True) if at("torch-bench")
+          else f"a session's {torchbench.FILE} (none yet)", lambda: torchbench.table(folder("torch-bench"))),
     Table("reclaim", "LRU reclaim against a full flush on the sim driver (tools/reclaim-sim; scripts/figures.sh)",
           "docs/results/sim/reclaim.txt", lambda: text.sim("reclaim")),
     Table("bench-async", "bench-async on an H200: ns per hit pair (HitPair/kind:N, N a GGML_CPOOL_KIND_*: 1 vmm, 2 "

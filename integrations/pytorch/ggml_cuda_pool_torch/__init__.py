@@ -1,10 +1,11 @@
 """ggml-cuda-pool as PyTorch's CUDA allocator.
 
+    pip install --no-build-isolation ./integrations/pytorch   # builds the library into this package
     from ggml_cuda_pool_torch import use_ggml_cuda_pool
     use_ggml_cuda_pool("legacy")   # before the first CUDA allocation of the process
 
-Every CUDA allocation of the process then goes through libggml-cuda-pool-torch.so (built with
-the module, GGML_CPOOL_TORCH): one pool per (device, stream), the kind given here. report() writes
+Every CUDA allocation of the process then goes through libggml-cuda-pool-torch.so, which lies
+in this package's folder: one pool per (device, stream), the kind given here. report() writes
 one statistics line per pool; GGML_CUDA_POOL_STATS=1 (stderr) or =<file> writes them at exit.
 
 A request the pools cannot serve raises, as under PyTorch's own allocator: out_of_memory_error()
@@ -35,24 +36,19 @@ _installed = None  # (path, kind) once installed
 
 
 def find_library(library=None):
-    """The library's path: `library`, else GGML_CUDA_POOL_TORCH_LIBRARY, else next to this file
-    (the build copies this file there), else the default build directory of this checkout. A
+    """The library's path: `library`, else GGML_CUDA_POOL_TORCH_LIBRARY, else in this package's
+    folder (where pip installs it, and where a CMake build puts it beside a copy of this file). A
     GGML_CUDA_POOL_TORCH_LIBRARY that names no file is an error, not a reason to look elsewhere;
     set empty, it is unset."""
     here = os.path.dirname(os.path.abspath(__file__))
     named = os.environ.get(LIBRARY_ENV)
     if not library and named and not os.path.isfile(named):
         raise FileNotFoundError(f"{LIBRARY_ENV}={named}: no such file; it takes a path: where {LIBRARY_NAME} is")
-    candidates = [library] if library else [
-        named,
-        os.path.join(here, LIBRARY_NAME),
-        os.path.join(here, "..", "..", "build", "integrations", "pytorch", LIBRARY_NAME),
-    ]
-    for path in candidates:
-        if path and os.path.isfile(path):
-            return os.path.abspath(path)
-    raise FileNotFoundError(f"{LIBRARY_NAME} not found (looked at {[c for c in candidates if c]}); build it "
-                            f"(cmake option GGML_CPOOL_TORCH) or pass library= / set {LIBRARY_ENV}")
+    path = library or named or os.path.join(here, LIBRARY_NAME)
+    if os.path.isfile(path):
+        return os.path.abspath(path)
+    raise FileNotFoundError(f"{path}: no such file; install the package with its library (pip install "
+                            f"--no-build-isolation ./integrations/pytorch) or pass library= / set {LIBRARY_ENV}")
 
 
 def check_settings(path):
@@ -130,6 +126,14 @@ def report(where="-"):
     if n < 0:
         raise OSError(f"writing the pool statistics to {where} failed")
     return n
+
+
+def timing(on):
+    """Turns the module's timing of its pool calls on or off (as GGML_CUDA_POOL_TIMING=1 does from
+    the start): their time is call_ms in the statistics lines."""
+    if _installed is None:
+        raise RuntimeError("use_ggml_cuda_pool() has not installed the library")
+    ctypes.CDLL(_installed[0]).ggml_cuda_pool_torch_timing(1 if on else 0)
 
 
 _FIELD = re.compile(r"(\w+)=(\S+)")
