@@ -11,6 +11,9 @@
 #                              into a context of its length, the conversions growing ubatch by ubatch
 #                     longgen  llama-completion, a prompt of about 4000 tokens, then
 #                              LONGCTX_TOKENS (4096) generated greedily: they grow token by token
+#                     batches  llama-batched-bench, prompts of LONGCTX_BATCHES_PP tokens (100 to
+#                              8000, in no order) in ubatches of 512, for 1 and 4 sequences, 16
+#                              generated after each: batches of every size, as a server meets them
 #   longctx_budget  each of LONGCTX_BUDGET_WORKLOADS (prefill longgen) with S + H MiB left free
 #                   (S: the unconstrained ggml-legacy run's peak less its pools'), searching
 #                   LONGCTX_HEADROOM (MiB, high to low; may go below 0, since the :kvpool
@@ -41,6 +44,10 @@ workload_short() {
 workload_prefill() {
     local n=${LONGCTX_PREFILL:-32768}
     cmd=("$BIN/llama-bench" $(pressure_common | sed 's/-fa on/-fa 1/') -p "$n" -n 0 -ub 512 -r 1 -o jsonl)
+}
+workload_batches() {
+    cmd=("$BIN/llama-batched-bench" $(pressure_common) -c 32768 -npp "${LONGCTX_BATCHES_PP:-100,8000,300,4000,700,2000,150,6000}"
+         -ntg 16 -npl 1,4 -ub 512)
 }
 workload_longgen() {
     cmd=("$BIN/llama-completion" $(pressure_common) -c 8448 -f "$WORK/longctx-prompt-longgen.txt"
