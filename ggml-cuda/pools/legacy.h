@@ -70,22 +70,22 @@ class pool_legacy final : public pool {
     };
     class steps; // the rungs of the out-of-memory ladder for one miss
 
-    size_t              end() const { return buffers_.size(); }
-    static bool         by_size(const buffer & b, size_t n) { return b.size < n; }
+    size_t                end() const { return buffers_.size(); }
+    static constexpr auto by_size = [](const buffer & b, size_t n) { return b.size < n; }; // inlined, unlike a pointer
     // the best fit for r among buffers in state `from`, handed out; false when none holds it
-    bool                take(const request & r, use from, void ** ptr, size_t * actual);
-    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
-    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
+    bool                  take(const request & r, use from, void ** ptr, size_t * actual);
+    GCP_NOINLINE status   alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
+    GCP_NOINLINE status   miss(const request & r, void ** ptr, size_t * actual);
     // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    size_t              look_ahead(size_t n) const;
+    size_t                look_ahead(size_t n) const;
     // the ladder's rungs: synchronize, LRU reclaim and flush, a retry after each (*how: what was
     // tried, null where a line said why nothing could be); the request at smaller sizes
-    status              reclaim(size_t bytes, void ** ptr, const char ** how);
-    status              fall_back(const request & r, size_t * bytes, void ** ptr);
-    void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
-    bool                release(size_t i);                  // a cached buffer to the driver; false if refused
+    status                reclaim(size_t bytes, void ** ptr, const char ** how);
+    status                fall_back(const request & r, size_t * bytes, void ** ptr);
+    void                  keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
+    bool                  release(size_t i);                  // a cached buffer to the driver; false if refused
     // unpinned cached buffers (growth: growth buffers too), least recently used first, until `target` bytes went back
-    size_t              release_oldest(size_t target, bool growth);
+    size_t                release_oldest(size_t target, bool growth);
 
     // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
