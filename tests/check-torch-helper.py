@@ -9,27 +9,22 @@ line and installs nothing, leaving GGML_CUDA_POOL as it was; an empty GGML_CUDA_
     check-torch-helper.py PATH/TO/ggml_cuda_pool_torch.py [PATH/TO/libggml-cuda-pool-torch.so]
 """
 
+import importlib.util
 import os
 import sys
 import tempfile
-import types
 
 from script_check import check, load_script
 
 
 def fake_torch():
-    """The few calls the helper makes, recording the allocator it installs."""
-    torch = types.ModuleType("torch")
-    installed = []
-
-    class CUDAPluggableAllocator:
-        def __init__(self, path, alloc, free):
-            self.path = path
-
-    memory = types.SimpleNamespace(CUDAPluggableAllocator=CUDAPluggableAllocator,
-                                   change_current_allocator=installed.append)
-    torch.cuda = types.SimpleNamespace(is_initialized=lambda: False, memory=memory)
-    return torch, installed
+    """The stand-in torch (tests/standins/torch), fresh: the few calls the helper makes, recording the
+    allocator it installs."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins", "torch", "torch.py")
+    spec = importlib.util.spec_from_file_location("torch", path)
+    torch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torch)
+    return torch, torch.installed
 
 
 def attempt(helper, kind, library):

@@ -30,20 +30,10 @@ done
     { tail -40 "$work/pip.log"; echo "FAILED: pip install"; exit 1; }
 grep -o 'PyTorch library: .*' "$work/pip.log"
 
-mkdir "$work/elsewhere" "$work/stand-in"
-# the few calls of torch the helper makes, recording what it installs
-cat >"$work/stand-in/torch.py" <<'PY'
-import types
-installed = []
-class CUDAPluggableAllocator:
-    def __init__(self, path, alloc, free):
-        self.path = path
-memory = types.SimpleNamespace(CUDAPluggableAllocator=CUDAPluggableAllocator,
-                               change_current_allocator=installed.append)
-cuda = types.SimpleNamespace(is_initialized=lambda: False, memory=memory)
-PY
+mkdir "$work/elsewhere"
 cd "$work/elsewhere"
-PYTHONPATH="$work/stand-in" "$venv" - "$work/venv" <<'PY'
+# the few calls of torch the helper makes, recording what it installs
+PYTHONPATH="$source_dir/tests/standins/torch" "$venv" - "$work/venv" <<'PY'
 import ctypes, os, sys
 import ggml_cuda_pool_torch as g
 import torch
