@@ -17,36 +17,44 @@ for tool in apt-get sudo dpkg-query cmake ctest; do
 done
 
 failed=0
-for args in "bogus" "main bogus"; do
-    out=$(PATH="$tree/bin:$PATH" bash "$tree/scripts/test.sh" $args 2>&1)
+# test.sh ARGS... with the stand-ins first on PATH: out (its stdout, and its stderr where WHICH is
+# all), rc, and calls (what the stand-ins recorded)
+run_test_sh() {
+    local which=$1
+    shift
+    if [ "$which" = all ]; then
+        out=$(PATH="$tree/bin:$PATH" bash "$tree/scripts/test.sh" "$@" 2>&1)
+    else
+        out=$(PATH="$tree/bin:$PATH" bash "$tree/scripts/test.sh" "$@" 2>/dev/null)
+    fi
     rc=$?
     calls=$(cat "$tree/calls" 2>/dev/null)
     rm -f "$tree/calls"
-    if [ "$rc" -eq 2 ] && grep -q "unknown job: bogus" <<<"$out" && grep -q "^usage: scripts/test.sh" <<<"$out" &&
-        grep -q "format main asan tsan fuzz hip llama" <<<"$out" && [ -z "$calls" ]; then
-        echo "ok   test.sh $args: exit 2, the job named, the usage and every job, nothing run"
-    else
-        echo "FAIL test.sh $args: exit $rc; output:"
-        echo "$out" | head -20
-        echo "calls made: ${calls:-none}"
-        failed=1
+}
+# "ok WHAT" where the last checks held (status $1), else FAIL with the run's output and calls
+verdict() {
+    if [ "$1" -eq 0 ]; then
+        echo "ok   $2"
+        return
     fi
+    echo "FAIL ${2%%:*}: exit $rc; output:"
+    echo "$out" | head -20
+    echo "calls made: ${calls:-none}"
+    failed=1
+}
+
+for args in "bogus" "main bogus"; do
+    run_test_sh all $args
+    [ "$rc" -eq 2 ] && grep -q "unknown job: bogus" <<<"$out" && grep -q "^usage: scripts/test.sh" <<<"$out" &&
+        grep -q "format main asan tsan fuzz hip llama" <<<"$out" && [ -z "$calls" ]
+    verdict $? "test.sh $args: exit 2, the job named, the usage and every job, nothing run"
 done
 
 for help in --help -h; do
-    out=$(PATH="$tree/bin:$PATH" bash "$tree/scripts/test.sh" $help 2>/dev/null)
-    rc=$?
-    calls=$(cat "$tree/calls" 2>/dev/null)
-    rm -f "$tree/calls"
-    if [ "$rc" -eq 0 ] && grep -q "^usage: scripts/test.sh" <<<"$out" && grep -q "format main asan tsan fuzz hip llama" <<<"$out" &&
-        grep -q "^  tsan   thread sanitizer" <<<"$out" && [ -z "$calls" ]; then
-        echo "ok   test.sh $help: exit 0, the usage and every job on stdout, nothing run"
-    else
-        echo "FAIL test.sh $help: exit $rc; output:"
-        echo "$out" | head -20
-        echo "calls made: ${calls:-none}"
-        failed=1
-    fi
+    run_test_sh stdout $help
+    [ "$rc" -eq 0 ] && grep -q "^usage: scripts/test.sh" <<<"$out" && grep -q "format main asan tsan fuzz hip llama" <<<"$out" &&
+        grep -q "^  tsan   thread sanitizer" <<<"$out" && [ -z "$calls" ]
+    verdict $? "test.sh $help: exit 0, the usage and every job on stdout, nothing run"
 done
 
 # the main job with a ctest whose runs left two GoogleTest cases and a script skipped, as ctest's

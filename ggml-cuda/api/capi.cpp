@@ -230,7 +230,7 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (as_pool(pool)->observed()) {
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
-    try { // guarded's wall, written out: a hit runs pool::alloc, its kind's do_alloc and take
+    try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc (legacy's take)
         return as_pool(pool)->alloc(size, flags, ptr, actual_size);
     } catch (...) {
         return caught(__func__);

@@ -57,7 +57,7 @@ struct request {
     bool growing() const { return (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) != 0; }
 };
 
-// Pools start a cache line: a hit reads the vtable pointer's line (hot_) and its kind's own
+// Pools start a cache line: a hit reads the vtable pointer's line (hot_), then its kind's fields
 class alignas(CACHE_LINE) pool {
   public:
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
