@@ -6,6 +6,7 @@
 #include "async-fixture.h"
 
 #include <cmath>
+#include <thread>
 #include <vector>
 
 using namespace harness;
@@ -119,6 +120,21 @@ TEST_P(Async, StatsStayExactWhenThePoolUsageCannotBeRead) {
     ggml_cpool_driver_set_faults(fault, nullptr);
     ggml_cpool_ctx_free(ctx);
     ggml_cpool_driver_release(fault);
+}
+
+// a thread that made no CUDA call has no current context (PyTorch's backward thread): the capture
+// check still answers, so the allocation is stream-ordered, not a capture's cudaMalloc
+TEST_P(Async, AThreadWithNoCurrentContextAllocatesOutsideAnyCapture) {
+    ggml_cpool_ctx_t ctx = make_ctx(driver_, GGML_CPOOL_KIND_ASYNC);
+    log_capture      log;
+    std::thread([&] {
+        buf a = alloc(pool_of(ctx), ASYNC_UNCACHED);
+        release(pool_of(ctx), a);
+    }).join();
+    EXPECT_EQ(log.count("failed"), 0u);
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC), 0u) << "served as in a capture";
+    EXPECT_EQ(ggml_cpool_driver_calls(driver_, GGML_CPOOL_CALL_MALLOC_ASYNC), 1u);
+    ggml_cpool_ctx_free(ctx);
 }
 
 // a graph's evaluation: the same few scratch sizes, layer after layer. The headroom rule is off:

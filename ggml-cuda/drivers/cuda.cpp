@@ -102,13 +102,18 @@ class cuda_primitives final : public device_primitives {
             CUstreamCaptureStatus s = CU_STREAM_CAPTURE_STATUS_NONE;
             CUresult              r = is_capturing_(static_cast<CUstream>(stream), &s);
             *capturing              = s != CU_STREAM_CAPTURE_STATUS_NONE; // an invalidated capture still forbids
-            return r == CUDA_SUCCESS ? OK : report(DRIVER_ERROR, "cuStreamIsCapturing", device, int(r));
+            // a thread with no current context (PyTorch's backward thread): the runtime's call makes one current
+            if (r != CUDA_ERROR_INVALID_CONTEXT) {
+                return r == CUDA_SUCCESS ? OK : report(DRIVER_ERROR, "cuStreamIsCapturing", device, int(r));
+            }
         }
 #endif
-        cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
-        cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
-        *capturing                = s != cudaStreamCaptureStatusNone;
-        return checked(e, "cudaStreamIsCapturing", device);
+        return on_device(device, [&] {
+            cudaStreamCaptureStatus s = cudaStreamCaptureStatusNone;
+            cudaError_t             e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &s);
+            *capturing                = s != cudaStreamCaptureStatusNone;
+            return checked(e, "cudaStreamIsCapturing", device);
+        });
     }
 
     bool can_access_peer(int device, int peer) const override {
