@@ -9,6 +9,7 @@
 #include "../ggml-cuda/adapter/adapter-settings.cuh"
 #include "../ggml-cuda/context/context.h"
 #include "../ggml-cuda/pools/legacy.h"
+#include "../ggml-cuda/pools/recovery.h"
 #include "../ggml-cuda/pools/vmm.h"
 #include "../ggml-cuda/testing/sim.h"
 #include "ggml-cuda-pool-options.h"

@@ -67,7 +67,9 @@ TEST_P(Headroom, ReservedStaysWithinTheHeadroomOfPeakLive) {
     const double cap = 1.0 + HEADROOM_PCT / 100.0;
     EXPECT_LE(r.worst_ratio, cap) << "reserved / peak live after some step";
     EXPECT_EQ(r.steady_driver_allocs, 0u) << "steady state is served from what the pool holds";
-    EXPECT_EQ(r.steady_hits, uint64_t(2 * STEADY_STEPS));
+    if (GetParam() != GGML_CPOOL_KIND_ASYNC) { // async: what its reuse cache does not hold, the device pool serves, a miss
+        EXPECT_EQ(r.steady_hits, uint64_t(2 * STEADY_STEPS));
+    }
     EXPECT_GT(r.end.driver_frees, 0u) << "outgrown buffers went back";
     EXPECT_GT(r.syncs, 0u) << "queued kernels finish before memory goes back";
 }
@@ -116,8 +118,8 @@ TEST(HeadroomRule, NothingGoesBackWhileTheStreamCaptures) {
     ggml_cpool_ctx_free(ctx);
 }
 
-// The growth reserve: a buffer a growing request got twice its size for serves the steps after
-// it. Without the reserve, a scratch request that outgrew its own buffer took the doubled one
+// Growth buffers: a buffer a growing request got twice its size for serves the steps after it.
+// Without them, a scratch request that outgrew its own buffer took the doubled one
 // (best fit), or the headroom rule gave it back as the least recently used, and the growing
 // request missed again (14 and 12 misses in the first two workloads below, for 125x of growth).
 // In the third, a small scratch is allocated after the growing buffer and freed before it (ggml
@@ -138,11 +140,11 @@ const growth_workload GROWTH_WORKLOADS[] = {
 constexpr int    GROWTH_STEPS  = 100;
 constexpr double GROWTH_FACTOR = 1.05; // 5% a step: 1.05^99 = 125x in all
 
-class GrowthReserve : public testing::TestWithParam<std::tuple<ggml_cpool_kind, growth_workload>> {};
+class GrowthBuffers : public testing::TestWithParam<std::tuple<ggml_cpool_kind, growth_workload>> {};
 
 // the growing request's misses, and the inner scratch's (it is the same every step: it misses
 // only when its buffer went back)
-TEST_P(GrowthReserve, AGrowingBufferMissesAtMostLog2OfItsGrowthPlusTwo) {
+TEST_P(GrowthBuffers, AGrowingBufferMissesAtMostLog2OfItsGrowthPlusTwo) {
     const auto [kind, w] = GetParam();
     sim_device       device(sim_params(size_t(64) << 30));
     ggml_cpool_ctx_t ctx            = make_ctx(device.drv, kind);
@@ -177,7 +179,7 @@ std::string growth_name(const testing::TestParamInfo<std::tuple<ggml_cpool_kind,
     return std::string(ggml_cpool_kind_str(std::get<0>(info.param))) + "_" + std::get<1>(info.param).name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, GrowthReserve,
+INSTANTIATE_TEST_SUITE_P(Kinds, GrowthBuffers,
                          testing::Combine(testing::Values(GGML_CPOOL_KIND_LEGACY, GGML_CPOOL_KIND_PLAIN),
                                           testing::ValuesIn(GROWTH_WORKLOADS)),
                          growth_name);

@@ -298,7 +298,7 @@ TEST_F(Legacy, CacheHoldsAtMost256BuffersAndReturnsTheRest) {
 
 // a growing request that best fit serves from an ordinary buffer larger than its own miss would
 // take (2x the request) leaves that buffer ordinary once freed: the request it was made for finds
-// it again, rather than missing while it waits in the growth reserve for growing requests only
+// it again, rather than missing while it waits in the growth buffers for growing requests only
 TEST_F(Legacy, AGrowingRequestLeavesALargerOrdinaryBufferOrdinary) {
     open(256 * MiB);
     buf weights = alloc(pool_, 24 * MiB); // 25.2 MiB: more than the growing request's miss, within the waste bound
@@ -313,6 +313,24 @@ TEST_F(Legacy, AGrowingRequestLeavesALargerOrdinaryBufferOrdinary) {
     buf grown = alloc(pool_, 13 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE); // still served, from the ordinary cache
     EXPECT_EQ(grown.ptr, weights.ptr);
     release(pool_, grown);
+}
+
+// a growth buffer serves an ordinary request the driver refused: the driver was asked, so a miss
+TEST_F(Legacy, ARefusalServedByAGrowthBufferIsAMiss) {
+    open(64 * MiB);
+    release(pool_, alloc(pool_, 10 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE)); // a 20 MiB growth buffer
+    buf              weights = alloc(pool_, 40 * MiB);                    // 42 MiB: 2 MiB stay free
+    const auto       before  = stats_of(pool_);
+    log_capture      log;
+    buf              scratch = alloc(pool_, 4 * MiB);
+    ggml_cpool_stats after   = stats_of(pool_);
+    EXPECT_EQ(scratch.size, 20 * MiB) << "the growth buffer served it";
+    EXPECT_EQ(log.count("served from a cached 20\\.00 MiB growth buffer instead"), 1u);
+    EXPECT_EQ(after.misses, before.misses + 1);
+    EXPECT_EQ(after.hits, before.hits);
+    EXPECT_EQ(after.driver_allocs, before.driver_allocs);
+    release(pool_, scratch);
+    release(pool_, weights);
 }
 
 // another tenant of the device (raw driver allocations, outside every pool): its memory is what

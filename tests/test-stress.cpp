@@ -177,7 +177,7 @@ class legacy_model : public model {
 
     static constexpr size_t                  MAX_GROWING = 8;
     std::map<size_t, std::vector<uint64_t>>  cache_;  // size -> when each was cached, latest last
-    std::vector<std::pair<size_t, uint64_t>> growth_; // the reserve: size, when cached
+    std::vector<std::pair<size_t, uint64_t>> growth_; // growth buffers: size, when cached
     std::set<uintptr_t>                      growing_out_;
     size_t                                   need_  = 0; // the latest growing request
     const uint32_t                           pct_   = ggml_cpool_ctx_default_params().headroom_pct;

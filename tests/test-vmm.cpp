@@ -27,6 +27,24 @@ TEST_F(Vmm, NothingIsReservedBeforeTheFirstAllocation) {
     release(pool_, a);
 }
 
+// a doubling the driver refuses, then served at 1x from memory already mapped: the driver was
+// asked, so a miss
+TEST_F(Vmm, ARefusedDoublingServedFromMappedMemoryIsAMiss) {
+    open(16 * MiB, 64 * MiB);
+    release(pool_, alloc(pool_, 10 * MiB)); // 10 MiB mapped, none used
+    void * tenant = nullptr;
+    ASSERT_EQ(ggml_cpool_driver_malloc(driver_, 0, 6 * MiB, &tenant), GGML_CPOOL_STATUS_OK); // the device is full
+    const auto       before = stats_of(pool_);
+    buf              kv     = alloc(pool_, 8 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE);
+    ggml_cpool_stats after  = stats_of(pool_);
+    EXPECT_EQ(kv.size, 8 * MiB) << "its own size, the doubling refused";
+    EXPECT_EQ(after.misses, before.misses + 1);
+    EXPECT_EQ(after.hits, before.hits);
+    EXPECT_EQ(after.driver_allocs, before.driver_allocs);
+    release(pool_, kv);
+    EXPECT_EQ(ggml_cpool_driver_free(driver_, 0, tenant), GGML_CPOOL_STATUS_OK);
+}
+
 TEST_F(Vmm, GrowsByGranularity) {
     open(256 * MiB, 64 * MiB);
     buf a = alloc(pool_, 100);

@@ -3,6 +3,9 @@
 
 #include "capi.h"
 #include "../context/quarantine.h"
+#include "../pools/async.h"
+#include "../pools/legacy.h"
+#include "../pools/vmm.h"
 #include "../trace/trace.h"
 
 namespace {
@@ -14,6 +17,19 @@ using trace_op  = gcp::trace_format::op;
 
 gcp::pool * as_pool(ggml_cpool_t p) {
     return reinterpret_cast<gcp::pool *>(p);
+}
+
+// f(the pool as its kind's class): the kind's alloc and free are then called by name, not through the vtable
+template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
+    gcp::pool * pool = as_pool(p);
+    switch (pool->kind()) {
+        case GGML_CPOOL_KIND_VMM:
+            return f(static_cast<gcp::pool_vmm &>(*pool));
+        case GGML_CPOOL_KIND_ASYNC:
+            return f(static_cast<gcp::pool_async &>(*pool));
+        default:
+            return f(static_cast<gcp::pool_legacy &>(*pool)); // legacy and plain
+    }
 }
 
 // runs a context's call behind the wall; while a trace records, hands what it did to `record`
@@ -230,8 +246,8 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (as_pool(pool)->observed()) {
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
-    try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc (legacy's take)
-        return as_pool(pool)->alloc(size, flags, ptr, actual_size);
+    try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc, inlined
+        return as_kind(pool, [&](auto & p) { return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size); });
     } catch (...) {
         return caught(__func__);
     }
@@ -257,7 +273,7 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
         return observed_free(*as_pool(pool), ptr, actual_size);
     }
     try {
-        return as_pool(pool)->free(ptr, actual_size);
+        return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
     } catch (...) {
         return caught(__func__);
     }

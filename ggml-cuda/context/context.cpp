@@ -129,7 +129,7 @@ status context::pin_end() {
         return INVALID_ARGUMENT;
     }
     pinning_ = 0;
-    slots_.each_pool([](pool & p) { p.pin_end(); });
+    slots_.each_pool([](pool & p) { p.pin_begin(0); });
     return OK;
 }
 

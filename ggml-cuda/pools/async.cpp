@@ -1,6 +1,6 @@
 #include "async.h"
 
-#include "../support/log.h"
+#include "recovery.h"
 #include "warm-record.h"
 
 #include <algorithm>
@@ -11,8 +11,8 @@ pool_async::pool_async(std::shared_ptr<driver> drv, int device, stream_t stream,
     pool(*drv, device, GGML_CPOOL_KIND_ASYNC, stream),
     owner_(std::move(drv)),
     headroom_pct_(headroom_pct) {
-    warm_record::instance().acquire(owner_, device_);
-    observe();
+    warm_record::instance().join(owner_, device_);
+    read_usage();
 }
 
 pool_async::~pool_async() {
@@ -23,10 +23,10 @@ pool_async::~pool_async() {
         say(GGML_CPOOL_LOG_ERROR, "synchronizing the stream before release failed");
     }
     release_capture_cache(true);
-    warm_record::instance().release();
+    warm_record::instance().leave();
 }
 
-bool pool_async::observe(size_t pending) {
+bool pool_async::read_usage(size_t pending) {
     size_t reserved = 0, used = 0;
     if (drv_.pool_usage(device_, &reserved, &used) != OK) { // statistics only: the allocation went through
         reserved = pool_reserved_;
@@ -56,25 +56,11 @@ size_t pool_async::cached_bytes() const {
     return stats_.reserved_bytes > hot_.live_bytes ? stats_.reserved_bytes - hot_.live_bytes : 0;
 }
 
-// a capture's refused allocation: the one rung a capture allows is the wait
-class pool_async::capture_wait final : public recovery_steps {
-  public:
-    capture_wait(pool_async & p, size_t bytes, void ** ptr) : p_(p), bytes_(bytes), ptr_(ptr) {}
-
-    status retry() override { return p_.drv_.malloc(p_.device_, bytes_, ptr_); }
-    size_t asking() const override { return bytes_; }
-
-  private:
-    pool_async & p_;
-    const size_t bytes_;
-    void **      ptr_;
-};
-
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free needs no memory once the graph uses it: a place among those out, and in the cache
-    make_room(capture_out_, capture_out_.size() + 1);
-    make_room(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
+    ensure_capacity(capture_out_, capture_out_.size() + 1);
+    ensure_capacity(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     auto best =
         smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const deferred &) { return true; });
     if (best != capture_cache_.end()) {
@@ -82,32 +68,33 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
         *actual = best->size;
         capture_cache_.erase(best);
         capture_out_.push_back(*ptr);
-        hot_.hits++;
         return OK;
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
-    status st = drv_.malloc(device_, bytes, ptr);
-    if (st == OUT_OF_MEMORY && fallback_bytes(r, bytes, 0, ALIGNMENT) != 0) {
+    asking();
+    attempt a{ bytes, ptr };
+    ladder  l(*this, a, [](pool & p, attempt & at) {
+        return static_cast<pool_async &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
+    });
+    if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
-        st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
+        status st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
         if (st == OK) {
-            log_fallback(bytes, *actual, r.size);
+            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
         }
         return st;
     }
-    if (st == OUT_OF_MEMORY) {
-        // no synchronize or trim is legal here to make room; a wait is
-        capture_wait wait(*this, bytes, ptr);
-        st = wait_for_memory(wait);
+    if (a.st == OUT_OF_MEMORY) {
+        l.wait(); // no synchronize or trim is legal here to make room; a wait is
     }
-    if (st != OK) {
+    if (a.st != OK) {
         say(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
-            ggml_cpool_status_str(st));
-        return st;
+            ggml_cpool_status_str(a.st));
+        return a.st;
     }
     capture_out_.push_back(*ptr);
     capture_bytes_ += bytes;
-    stats_.misses++;
     on_driver_alloc(bytes);
     *actual = bytes;
     return OK;
@@ -134,118 +121,89 @@ void pool_async::release_capture_cache(bool force) {
         // the graphs captured with it are captured again: the device pool may have grown meanwhile
         on_addresses_gone();
     }
-    observe();
+    read_usage();
 }
 
-class pool_async::steps final : public recovery_steps {
-  public:
-    steps(pool_async & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
-
-    status retry() override { return p_.drv_.malloc_async(p_.device_, *bytes_, p_.stream_, ptr_); }
-    size_t asking() const override { return *bytes_; }
-    // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
-    status reclaim() override {
-        p_.say(GGML_CPOOL_LOG_DEBUG,
-               "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once", to_mib(*bytes_));
-        p_.flush_reuse();
-        status st = p_.synchronize();
-        if (st == OK) {
-            st = p_.drv_.pool_trim(p_.device_, 0);
-        }
-        if (st == OK) {
-            p_.stats_.flushes++;
-            st = retry();
-        }
-        return st;
-    }
-    // a growing request the device will not double takes its own size, before the retries that only wait
-    status fall_back() override {
-        const size_t alone = fallback_bytes(r_, *bytes_, 0, ALIGNMENT);
-        if (alone == 0) {
-            return OUT_OF_MEMORY;
-        }
-        status st = p_.drv_.malloc_async(p_.device_, alone, p_.stream_, ptr_);
-        if (st == OK) {
-            p_.log_fallback(*bytes_, alone, r_.size);
-        }
-        *bytes_ = alone;
-        return st;
-    }
-    void report(status st) override {
-        if (st == OUT_OF_MEMORY) {
-            p_.say(GGML_CPOOL_LOG_WARN,
-                   "async alloc of %.2f MiB failed: out of memory, also after trimming the "
-                   "stream-ordered pool and %d retries after a pause",
-                   to_mib(*bytes_), TRANSIENT_RETRIES);
-        } else {
-            p_.say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(*bytes_),
-                   ggml_cpool_status_str(st));
-        }
-    }
-
-  private:
-    pool_async &    p_;
-    const request & r_;
-    size_t *        bytes_; // the last size asked for
-    void **         ptr_;
-};
-
 status pool_async::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    make_room(live_, live_.size() + 1); // its record, before anything is taken
-    const status st = take(r, ptr, actual);
+    ensure_capacity(live_, live_.size() + 1); // its record, before anything is taken
+    const status st = alloc_stream_ordered(r, ptr, actual);
     if (st == OK) {
         live_.push_back({ *ptr, *actual }); // within the room made above
     }
     return st;
 }
 
-status pool_async::take(const request & r, void ** ptr, size_t * actual) {
+status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t * actual) {
     if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
-    size_t              bytes = miss_bytes(r, 0, ALIGNMENT);
+    const size_t        bytes = miss_bytes(r, 0, ALIGNMENT);
     reuse_cache::buffer again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
-        hot_.hits++;
         return OK;
     }
     // a buffer from the device: room first for every buffer to be held back, which only these add to
-    make_room(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
+    ensure_capacity(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
     if (!deferred_.empty()) {
         drain(); // what a capture held back goes first
     }
     if (!reuse_.empty() && would_grow(bytes)) {
-        observe(); // the last read may be stale: other contexts' calls move the device pool too
+        read_usage(); // the last read may be stale: other contexts' calls move the device pool too
         if (would_grow(bytes)) {
             flush_reuse(); // what the cache holds may serve this instead
-            observe();
+            read_usage();
         }
     }
-    make_room_within_headroom(bytes);
-    status st = drv_.malloc_async(device_, bytes, stream_, ptr);
-    steps  ladder(*this, r, &bytes, ptr);
-    if (st == OUT_OF_MEMORY) {
-        st = climb(ladder);
-    } else if (st != OK) {
-        ladder.report(st);
+    keep_within_headroom(bytes);
+    asking();
+    attempt a{ bytes, ptr };
+    ladder  l(*this, a, [](pool & p, attempt & at) {
+        auto & self = static_cast<pool_async &>(p);
+        return self.drv_.malloc_async(p.device(), at.bytes, self.stream_, at.ptr);
+    });
+    if (!l.ask() && capturing()) {
+        if (!(l.fall_back(r, 0, ALIGNMENT) || l.wait())) {
+            l.log_capture_refusal();
+        }
+    } else if (a.st == OUT_OF_MEMORY &&
+               !(reclaim(l, a) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
+        say(GGML_CPOOL_LOG_WARN,
+            "async alloc of %.2f MiB failed: out of memory, also after trimming the stream-ordered pool and %d "
+            "retries after a pause",
+            to_mib(a.bytes), TRANSIENT_RETRIES);
+    } else if (a.st != OK) {
+        say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
     }
-    if (st != OK) {
-        observe();
-        return st;
+    if (a.st != OK) {
+        read_usage();
+        return a.st;
     }
-    if (observe(bytes)) {
-        stats_.misses++;
-        keep_within_headroom(bytes); // it grew where the unused memory looked enough: fragmented
-    } else {
-        hot_.hits++;
+    if (read_usage(a.bytes)) {
+        trim_beyond_headroom(a.bytes); // it grew where the unused memory looked enough: fragmented
     }
-    *actual = bytes;
+    *actual = a.bytes;
     return OK;
 }
 
-void pool_async::make_room_within_headroom(size_t bytes) {
+bool pool_async::reclaim(ladder & l, attempt & a) {
+    // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
+    say(GGML_CPOOL_LOG_DEBUG, "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
+        to_mib(a.bytes));
+    flush_reuse();
+    status st = synchronize();
+    if (st == OK) {
+        st = drv_.pool_trim(device_, 0);
+    }
+    if (st != OK) {
+        return a.ends(st);
+    }
+    stats_.flushes++;
+    return l.ask();
+}
+
+void pool_async::keep_within_headroom(size_t bytes) {
     const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
     if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
         return; // nothing to give back, or what the pool holds may serve it
@@ -257,7 +215,7 @@ void pool_async::make_room_within_headroom(size_t bytes) {
     }
 }
 
-void pool_async::keep_within_headroom(size_t pending) {
+void pool_async::trim_beyond_headroom(size_t pending) {
     const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
     if (pool_reserved_ > budget) {
         trim_down_to(budget, pending);
@@ -276,7 +234,7 @@ void pool_async::trim_down_to(size_t keep, size_t pending) {
         return;
     }
     const size_t before = pool_reserved_;
-    observe(pending);
+    read_usage(pending);
     GCP_LOG_DEBUG("%s: %.2f MiB held for %.2f MiB in use at peak; gave back %.2f MiB unused beyond the headroom",
                   name(), to_mib(before), to_mib(pool_peak_used_), to_mib(before - std::min(before, pool_reserved_)));
 }
@@ -294,9 +252,9 @@ bool pool_async::do_free(void * ptr, size_t actual) noexcept {
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return true;
     }
-    auto leave = [this](const reuse_cache::buffer & b) { release(b.ptr, b.size); };
+    auto leave = [this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); };
     if (!reuse_.put({ ptr, actual }, leave)) {
-        release(ptr, actual);
+        free_or_defer(ptr, actual);
     }
     return true;
 }
@@ -318,7 +276,7 @@ bool pool_async::any_live(void ** ptr, size_t * size) const {
     return !live_.empty();
 }
 
-void pool_async::release(void * ptr, size_t actual) noexcept {
+void pool_async::free_or_defer(void * ptr, size_t actual) noexcept {
     // a graph replays into it, or a free now would be captured into the graph: hold it back
     if (pinned(ptr) || capturing_as_declared() || !free_now(ptr, actual)) {
         deferred_.push_back({ ptr, actual }); // within the room alloc made
@@ -326,7 +284,7 @@ void pool_async::release(void * ptr, size_t actual) noexcept {
 }
 
 void pool_async::flush_reuse() noexcept {
-    reuse_.clear([this](const reuse_cache::buffer & b) { release(b.ptr, b.size); });
+    reuse_.clear([this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); });
 }
 
 bool pool_async::free_now(void * ptr, size_t actual) {
@@ -366,7 +324,7 @@ status pool_async::trim() {
     if (st != OK) {
         say(GGML_CPOOL_LOG_ERROR, "trimming the stream-ordered pool failed (%s)", ggml_cpool_status_str(st));
     }
-    observe();
+    read_usage();
     return st;
 }
 

@@ -40,11 +40,11 @@ class pool_async final : public pool {
 
     // reads the device pool's reserved memory: growth is a driver allocation, shrinkage memory given
     // back; `pending`: bytes about to become live, which the device pool already holds
-    bool observe(size_t pending = 0);
+    bool read_usage(size_t pending = 0);
     // the device pool holds at most headroom_pct_ above its peak use: what would be beyond goes back
-    // before an allocation its unused memory cannot serve, and after one that grew it anyway
-    void make_room_within_headroom(size_t bytes);
-    void keep_within_headroom(size_t pending);
+    // before an allocation of `bytes` its unused memory cannot serve, and after one that grew it anyway
+    void keep_within_headroom(size_t bytes);
+    void trim_beyond_headroom(size_t pending);
     void trim_down_to(size_t keep, size_t pending);
     // whether `bytes` more would take the device pool past what it holds, by the last read
     bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
@@ -53,11 +53,10 @@ class pool_async final : public pool {
         flush_reuse();
         drain();
     }
-    // the rungs of the out-of-memory ladder (recovery.h) for a refused stream-ordered allocation
-    class steps;
-    class capture_wait;
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
-    status                             take(const request & r, void ** ptr, size_t * actual);
+    status                             alloc_stream_ordered(const request & r, void ** ptr, size_t * actual);
+    // the ladder's reclaim rung: the reuse cache and the device pool's unused memory go back, one retry
+    bool                               reclaim(class ladder & l, struct attempt & a);
     // an allocation while the stream captures: the capture cache's best fit, else a buffer of its own
     status                             alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
@@ -66,8 +65,8 @@ class pool_async final : public pool {
     void                               drain(bool force = false);
     bool                               free_now(void * ptr, size_t actual);
     // a buffer leaving this context: to the driver now, or held back (pinned, capturing, refused)
-    void                               release(void * ptr, size_t actual) noexcept;
-    // the reuse cache's buffers go the way of release
+    void                               free_or_defer(void * ptr, size_t actual) noexcept;
+    // the reuse cache's buffers go the way of free_or_defer
     void                               flush_reuse() noexcept;
     // ptr's record (live_.end(): none)
     std::vector<held_buffer>::iterator find_live(const void * ptr);

@@ -1,6 +1,6 @@
 #include "legacy.h"
 
-#include "../support/log.h"
+#include "recovery.h"
 
 namespace gcp {
 
@@ -16,131 +16,105 @@ pool_legacy::~pool_legacy() {
 }
 
 status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
-    clock_++;
+    hit_.clock++;
     if (GCP_UNLIKELY(r.growing())) {
         return alloc_growing(r, ptr, actual);
     }
-    return take(r, use::cached, ptr, actual) ? OK : miss(r, ptr, actual);
+    return take(r, use::ordinary, ptr, actual) ? OK : miss(r, ptr, actual);
 }
 
 bool pool_legacy::take(const request & r, use from, void ** ptr, size_t * actual) {
-    const size_t most = from == use::growth && r.growing() ? SIZE_MAX : r.size + std::max(r.size, WASTE_SLACK);
-    size_t       best = end();
-    for (size_t i = size_t(std::lower_bound(buffers_.begin(), buffers_.end(), r.size, by_size) - buffers_.begin());
-         i < end() && buffers_[i].size <= most; i++) {
-        if (best != end() && buffers_[i].size != buffers_[best].size) {
+    auto &       buffers = hit_.buffers;
+    const size_t most    = from == use::growth && r.growing() ? SIZE_MAX : r.size + std::max(r.size, WASTE_SLACK);
+    size_t       best    = end();
+    for (size_t i = size_t(std::lower_bound(buffers.begin(), buffers.end(), r.size, by_size) - buffers.begin());
+         i < end() && buffers[i].size <= most; i++) {
+        if (best != end() && buffers[i].size != buffers[best].size) {
             break; // a larger size: the best is found
         }
-        if (buffers_[i].state == from && (best == end() || buffers_[i].last_use > buffers_[best].last_use)) {
+        if (buffers[i].state == from && (best == end() || buffers[i].last_use > buffers[best].last_use)) {
             best = i;
         }
     }
     if (best == end()) {
         return false;
     }
-    buffer & b = buffers_[best];
-    (from == use::growth ? growth_ : cached_)--;
-    b.state     = use::out;
-    b.last_use  = clock_;
-    last_taken_ = best;
-    hot_.hits++;
-    *ptr    = b.ptr;
-    *actual = b.size;
+    buffer & b = buffers[best];
+    (from == use::growth ? growth_ : hit_.ordinary)--;
+    b.state         = use::out;
+    b.last_use      = hit_.clock;
+    hit_.last_taken = best;
+    *ptr            = b.ptr;
+    *actual         = b.size;
     return true;
 }
 
 status pool_legacy::alloc_growing(const request & r, void ** ptr, size_t * actual) {
     need_ = r.size;
-    for (buffer & b : buffers_) {
+    for (buffer & b : hit_.buffers) {
         if (b.state == use::growth && b.size < need_) { // outgrown: any request may take it, and it goes back first
-            b = { b.size, b.ptr, ++outgrown_, use::cached };
-            growth_--, cached_++;
+            b = { b.size, b.ptr, ++outgrown_, use::ordinary };
+            growth_--, hit_.ordinary++;
         }
     }
     const bool kept = take(r, use::growth, ptr, actual);
-    if (!kept && !take(r, use::cached, ptr, actual)) {
+    if (!kept && !take(r, use::ordinary, ptr, actual)) {
         return miss(r, ptr, actual);
     }
     // an ordinary buffer larger than this request's miss was made for another: it stays ordinary
-    buffer & b = buffers_[last_taken_];
+    buffer & b = hit_.buffers[hit_.last_taken];
     b.state    = kept || b.size <= miss_bytes(r, 0, ROUNDING) ? use::out_growing : use::out;
     return OK;
 }
 
-class pool_legacy::steps final : public recovery_steps {
-  public:
-    steps(pool_legacy & p, const request & r, size_t * bytes, void ** ptr) : p_(p), r_(r), bytes_(bytes), ptr_(ptr) {}
-
-    status retry() override { return p_.drv_.malloc(p_.device_, *bytes_, ptr_); }
-    size_t asking() const override { return *bytes_; }
-    status reclaim() override { return p_.reclaim(*bytes_, ptr_, &how_); }
-    status fall_back() override { return p_.fall_back(r_, bytes_, ptr_); }
-
-    void report(status /*st*/) override {
-        if (how_ != nullptr) { // else the synchronize's line said why nothing was freed
-            p_.say(GGML_CPOOL_LOG_WARN,
-                   "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                   to_mib(*bytes_), how_, to_mib(p_.hot_.live_bytes), TRANSIENT_RETRIES);
-        }
-    }
-
-  private:
-    pool_legacy &   p_;
-    const request & r_;
-    size_t *        bytes_; // the last size asked for
-    void **         ptr_;
-    const char *    how_ = nullptr;
-};
-
 size_t pool_legacy::look_ahead(size_t n) const {
-    const size_t below = size_t(std::lower_bound(buffers_.begin(), buffers_.end(), n, by_size) - buffers_.begin());
-    const bool   grew  = below > 0 && buffers_[below - 1].size + buffers_[below - 1].size / LOOK_AHEAD_DIVISOR >= n;
+    const auto & buffers = hit_.buffers;
+    const size_t below   = size_t(std::lower_bound(buffers.begin(), buffers.end(), n, by_size) - buffers.begin());
+    const bool   grew    = below > 0 && buffers[below - 1].size + buffers[below - 1].size / LOOK_AHEAD_DIVISOR >= n;
     return grew ? n / LOOK_AHEAD_DIVISOR : std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX);
 }
 
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
-    size_t bytes = miss_bytes(r, look_ahead(r.size), ROUNDING);
-    make_room(buffers_, buffers_.size() + 1); // its record's, before anything is taken (may throw)
-    keep_within_headroom(bytes);
-    status st = drv_.malloc(device_, bytes, ptr);
-    // a growth buffer serves it rather than going back in the reclaim that would follow
-    if (st == OUT_OF_MEMORY && !r.growing() && take(r, use::growth, ptr, actual)) {
+    const size_t ahead = look_ahead(r.size);
+    attempt      a{ miss_bytes(r, ahead, ROUNDING), ptr };
+    ensure_capacity(hit_.buffers, end() + 1); // its record's, before anything is taken (may throw)
+    keep_within_headroom(a.bytes);
+    asking();
+    ladder       l(*this, a, [](pool & p, attempt & at) {
+        return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
+    });
+    if (!l.ask() && !r.growing() && take(r, use::growth, ptr, actual)) {
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growth buffer instead", name(),
-                      to_mib(bytes), to_mib(*actual));
-        return OK;
+                      to_mib(a.bytes), to_mib(*actual));
+        return OK; // it serves rather than going back in the reclaim that would follow
     }
-    stats_.misses++;
-    if (st == OUT_OF_MEMORY) {
-        steps ladder(*this, r, &bytes, ptr);
-        st = climb(ladder);
-    } else if (st != OK) {
-        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(bytes), ggml_cpool_status_str(st));
+    if (a.st == OUT_OF_MEMORY && capturing()) {
+        if (!(l.fall_back(r, ahead, ROUNDING) || l.wait())) {
+            l.log_capture_refusal();
+        }
+    } else if (a.st == OUT_OF_MEMORY) {
+        const char * how = nullptr; // what reclaim tried; none where the synchronize's line said why
+        reclaim(l, a, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
+        if (a.st != OK && how != nullptr) {
+            say(GGML_CPOOL_LOG_WARN,
+                "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
+                to_mib(a.bytes), how, to_mib(hot_.live_bytes), TRANSIENT_RETRIES);
+        }
+    } else if (a.st != OK) {
+        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
     }
-    if (st != OK) {
-        return st;
+    if (a.st != OK) {
+        return a.st;
     }
-    on_driver_alloc(bytes);
-    auto at = std::lower_bound(buffers_.begin(), buffers_.end(), bytes, by_size);
-    buffers_.insert(at, { bytes, *ptr, clock_, r.growing() ? use::out_growing : use::out }); // within the room made
-    *actual = bytes;
+    on_driver_alloc(a.bytes);
+    auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), a.bytes, by_size);
+    hit_.buffers.insert(at, { a.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out }); // within the room made
+    *actual = a.bytes;
     return OK;
 }
 
-status pool_legacy::fall_back(const request & r, size_t * bytes, void ** ptr) {
-    const size_t refused = *bytes, ahead = look_ahead(r.size);
-    for (size_t next = fallback_bytes(r, refused, ahead, ROUNDING); next != 0;
-         next        = fallback_bytes(r, next, ahead, ROUNDING)) {
-        *bytes = next;
-        if (drv_.malloc(device_, next, ptr) == OK) {
-            log_fallback(refused, next, r.size);
-            return OK;
-        }
-    }
-    return OUT_OF_MEMORY;
-}
-
 void pool_legacy::keep_within_headroom(size_t bytes) {
-    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED || cached_ == 0) {
+    if (opt_.headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED || hit_.ordinary == 0) {
         return;
     }
     const size_t peak   = std::max(hot_.peak_live_bytes, hot_.live_bytes + bytes);
@@ -161,54 +135,54 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-status pool_legacy::reclaim(size_t bytes, void ** ptr, const char ** how) {
+bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
     // queued kernels may still use cached buffers, and other streams' frees land; the stream, since a
     // device-wide synchronize would break another context's capture
     status st = synchronize();
     if (st != OK) {
         say(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed", ggml_cpool_status_str(st));
-        return st;
+        return a.ends(st);
     }
     // a retry once `freed` bytes went back by `verb`; the flush, or the caller, says what follows
     auto retried = [&](const char * verb, size_t freed) {
-        const bool ok = drv_.malloc(device_, bytes, ptr) == OK;
-        if (ok) {
+        const bool ended = l.ask();
+        if (a.st == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded after %s %.2f MiB", name(), verb, to_mib(freed));
         }
-        return ok;
+        return ended;
     };
-    if (cached_ + growth_ == 0) {
+    if (cached() == 0) {
         // nothing to free: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(bytes), to_mib(hot_.live_bytes));
+                      to_mib(a.bytes), to_mib(hot_.live_bytes));
         *how = "out of memory with nothing cached";
-        return retried("freeing", 0) ? OK : OUT_OF_MEMORY;
+        return retried("freeing", 0);
     }
     if (opt_.lru) {
-        const size_t target = RECLAIM_FACTOR * bytes;
+        const size_t target = RECLAIM_FACTOR * a.bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
-                      name(), to_mib(bytes), to_mib(target), to_mib(cached_bytes()));
+                      name(), to_mib(a.bytes), to_mib(target), to_mib(cached_bytes()));
         const size_t freed = release_oldest(target, true);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
         if (retried("reclaiming", freed)) {
-            return OK;
+            return true;
         }
-        if (cached_ + growth_ == 0) {
+        if (cached() == 0) {
             *how = "out of memory after reclaiming everything cached";
-            return OUT_OF_MEMORY;
+            return false;
         }
     }
-    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(), to_mib(bytes),
-                  to_mib(cached_bytes()));
+    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(),
+                  to_mib(a.bytes), to_mib(cached_bytes()));
     const size_t freed = release_oldest(SIZE_MAX, true);
     stats_.flushes++;
     *how = "out of memory after freeing everything cached";
-    return retried("freeing", freed) ? OK : OUT_OF_MEMORY;
+    return retried("freeing", freed);
 }
 
 bool pool_legacy::release(size_t i) {
-    const buffer b  = buffers_[i];
+    const buffer b  = hit_.buffers[i];
     const status st = drv_.free(device_, b.ptr);
     if (st != OK) {
         // kept cached: a buffer the driver would not take back is not lost from the accounting
@@ -216,8 +190,8 @@ bool pool_legacy::release(size_t i) {
             ggml_cpool_status_str(st));
         return false;
     }
-    buffers_.erase(buffers_.begin() + std::ptrdiff_t(i));
-    (b.state == use::growth ? growth_ : cached_)--;
+    hit_.buffers.erase(hit_.buffers.begin() + std::ptrdiff_t(i));
+    (b.state == use::growth ? growth_ : hit_.ordinary)--;
     on_driver_free(b.size);
     return true;
 }
@@ -229,41 +203,41 @@ size_t pool_legacy::release_oldest(size_t target, bool growth) {
     while (freed < target) {
         size_t oldest = end();
         for (size_t i = 0; i < end(); i++) {
-            const buffer & b = buffers_[i];
-            if ((b.state == use::cached || (growth && b.state == use::growth)) && b.last_use > after &&
-                (oldest == end() || b.last_use < buffers_[oldest].last_use) && !pinned(b.ptr)) {
+            const buffer & b = hit_.buffers[i];
+            if ((b.state == use::ordinary || (growth && b.state == use::growth)) && b.last_use > after &&
+                (oldest == end() || b.last_use < hit_.buffers[oldest].last_use) && !pinned(b.ptr)) {
                 oldest = i;
             }
         }
         if (oldest == end()) {
             break;
         }
-        after             = buffers_[oldest].last_use;
-        const size_t size = buffers_[oldest].size;
+        after             = hit_.buffers[oldest].last_use;
+        const size_t size = hit_.buffers[oldest].size;
         freed += release(oldest) ? size : 0;
     }
     return freed;
 }
 
 bool pool_legacy::do_free(void * ptr, size_t actual) noexcept {
+    auto & buffers = hit_.buffers;
     // ggml frees the buffer taken last first: its place, where it still is, before a search
-    size_t i = last_taken_ < end() && buffers_[last_taken_].ptr == ptr ?
-                   last_taken_ :
-                   size_t(std::lower_bound(buffers_.begin(), buffers_.end(), actual, by_size) - buffers_.begin());
-    while (i < end() && buffers_[i].size == actual && buffers_[i].ptr != ptr) {
+    size_t i = hit_.last_taken < end() && buffers[hit_.last_taken].ptr == ptr ?
+                   hit_.last_taken :
+                   size_t(std::lower_bound(buffers.begin(), buffers.end(), actual, by_size) - buffers.begin());
+    while (i < end() && buffers[i].size == actual && buffers[i].ptr != ptr) {
         i++;
     }
-    if (GCP_UNLIKELY(i == end() || buffers_[i].ptr != ptr || buffers_[i].size != actual ||
-                     buffers_[i].state < use::out)) {
+    if (GCP_UNLIKELY(i == end() || buffers[i].ptr != ptr || buffers[i].size != actual || buffers[i].state < use::out)) {
         return false;
     }
-    buffer &   b = buffers_[i];
+    buffer &   b = buffers[i];
     // still as large as the latest growing request: kept for the next steps of the growth
     const bool growth = GCP_UNLIKELY(b.state == use::out_growing) && b.size >= need_ && growth_ < MAX_GROWING;
-    b.state           = growth ? use::growth : use::cached;
-    b.last_use        = ++clock_;
-    (growth ? growth_ : cached_)++;
-    if (GCP_UNLIKELY(cached_ + growth_ > MAX_CACHED_BUFFERS) && !pinned(ptr) && !capturing()) {
+    b.state           = growth ? use::growth : use::ordinary;
+    b.last_use        = ++hit_.clock;
+    (growth ? growth_ : hit_.ordinary)++;
+    if (GCP_UNLIKELY(cached() > MAX_CACHED_BUFFERS) && !pinned(ptr) && !capturing()) {
         GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
                       to_mib(actual));
         release(i); // a refused one stays cached past the bound, as a pinned one does: the next flush tries again
@@ -272,16 +246,16 @@ bool pool_legacy::do_free(void * ptr, size_t actual) noexcept {
 }
 
 std::optional<size_t> pool_legacy::live_size(const void * ptr) const {
-    auto it = std::find_if(buffers_.begin(), buffers_.end(),
+    auto it = std::find_if(hit_.buffers.begin(), hit_.buffers.end(),
                            [&](const buffer & b) { return b.ptr == ptr && b.state >= use::out; });
-    return it != buffers_.end() ? std::optional<size_t>(it->size) : std::nullopt;
+    return it != hit_.buffers.end() ? std::optional<size_t>(it->size) : std::nullopt;
 }
 
 bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    auto it = std::find_if(buffers_.begin(), buffers_.end(), [](const buffer & b) { return b.state >= use::out; });
-    *ptr    = it != buffers_.end() ? it->ptr : nullptr;
-    *size   = it != buffers_.end() ? it->size : 0;
-    return it != buffers_.end();
+    auto it = std::find_if(hit_.buffers.begin(), hit_.buffers.end(), [](const buffer & b) { return b.state >= use::out; });
+    *ptr    = it != hit_.buffers.end() ? it->ptr : nullptr;
+    *size   = it != hit_.buffers.end() ? it->size : 0;
+    return it != hit_.buffers.end();
 }
 
 status pool_legacy::trim() {
@@ -290,7 +264,7 @@ status pool_legacy::trim() {
         return UNSUPPORTED;
     }
     release_oldest(SIZE_MAX, true);
-    const bool refused = std::any_of(buffers_.begin(), buffers_.end(),
+    const bool refused = std::any_of(hit_.buffers.begin(), hit_.buffers.end(),
                                      [&](const buffer & b) { return b.state < use::out && !pinned(b.ptr); });
     return refused ? DRIVER_ERROR : OK; // the driver refused one
 }

@@ -1,24 +1,28 @@
 #pragma once
-// Legacy pool: ggml's legacy pool, made recoverable. The whole policy:
-// - a freed buffer is cached whole, never split or merged, up to MAX_CACHED_BUFFERS of them; one
-//   freed past the bound goes back to the driver, unless a captured graph pins it or the stream captures;
-// - a request takes the smallest cached buffer that holds it, the newest of its size (best fit), but
-//   none over n + max(n, WASTE_SLACK) bytes for n: one made for a far larger tensor misses instead;
-// - a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more where it outgrew a buffer
-//   the pool holds by at most that, else at most LOOK_AHEAD_MAX more, rounded up to ROUNDING; a growing
-//   request (OVERALLOCATE) for twice its size, never beyond its limit;
-// - every buffer carries the tick of its last use: the clock ticks at every alloc and free;
-// - growth buffers: a buffer a growing request freed is cached for growing requests alone, whatever
-//   their size, while it holds the latest one (MAX_GROWING of them); outgrown, it is cached as any
-//   other and goes back first;
-// - before a miss, what would take the pool past its headroom above the peak live bytes goes back:
-//   outgrown buffers first, then the least recently used; growth buffers stay;
-// - on a driver out-of-memory: a growth buffer that holds an ordinary request serves it; else
-//   synchronize; with nothing cached, retry once; else free the least recently used cached buffers
-//   until RECLAIM_FACTOR times the request went back, retry, free every cached buffer, retry; then ask
-//   for the request without its look-ahead or doubling; then the ladder's transient retries and wait
-//   (recovery.h); then OUT_OF_MEMORY;
-// - the plain kind skips the LRU step; a HIP build with several GPUs gets it (context.cpp).
+// Legacy pool: ggml's legacy pool, made recoverable. The whole policy, in the code's order:
+//  1. every buffer carries the tick of its last use: the clock ticks at every alloc and free;
+//  2. a request takes the smallest cached buffer that holds it, the newest of its size (best fit),
+//     but none over n + max(n, WASTE_SLACK) bytes for n: one made for a far larger tensor misses;
+//  3. a growing request (OVERALLOCATE) takes a growth buffer first, whatever its size, then an
+//     ordinary buffer; a growth buffer that no longer holds the latest growing request is outgrown:
+//     ordinary again, and the first to go back;
+//  4. before a miss, what would take the pool past its headroom above the peak live bytes goes back:
+//     it synchronizes first (queued kernels may use cached buffers), then outgrown buffers, then the
+//     least recently used; it skips growth buffers, and does nothing while the stream captures;
+//  5. a miss asks the driver for the request and 1/LOOK_AHEAD_DIVISOR (5%) more where it outgrew a
+//     buffer the pool holds by at most that, else at most LOOK_AHEAD_MAX more, rounded up to
+//     ROUNDING; a growing request for twice its size, never beyond its limit;
+//  6. on a driver out-of-memory (recovery.h): a growth buffer that holds an ordinary request serves
+//     it, within the waste bound; else synchronize; with nothing cached, retry once; else free the
+//     least recently used cached buffers, growth buffers too, until RECLAIM_FACTOR times the request
+//     went back, retry, free every cached buffer, retry (the plain kind skips the LRU step; a HIP
+//     build with several GPUs gets it, context.cpp); then the request without its look-ahead or
+//     doubling; the transient retries; the wait; then OUT_OF_MEMORY;
+//  7. a freed buffer is cached whole, never split or merged: a growth buffer while it holds the
+//     latest growing request (MAX_GROWING of them), else an ordinary one; past MAX_CACHED_BUFFERS it
+//     goes back to the driver, unless a graph pins it or the stream captures;
+//  8. a buffer the driver would not take back stays cached, even past the bound, and is tried again;
+//  9. trim gives every cached buffer that no graph pins back to the driver.
 // The buffers handed out are the pool's record of live buffers: a free finds its own, or is refused.
 
 #include "pool.h"
@@ -48,8 +52,9 @@ class pool_legacy final : public pool {
     status trim() override;
 
   protected:
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) override;
-    bool                  do_free(void * ptr, size_t actual) noexcept override;
+    friend class pool; // calls do_alloc and do_free by this class's name
+    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool                  do_free(void * ptr, size_t actual) noexcept final;
     std::optional<size_t> live_size(const void * ptr) const override;
     bool                  any_live(void ** ptr, size_t * size) const override;
     size_t                cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
@@ -57,7 +62,7 @@ class pool_legacy final : public pool {
   private:
     // the states handed out follow the cached ones
     enum class use : uint8_t {
-        cached,      // any request may take it
+        ordinary,    // cached for any request
         growth,      // cached for growing requests alone
         out,         // handed out
         out_growing, // handed out to a growing request: a growth buffer once freed, if it still holds the latest
@@ -68,35 +73,40 @@ class pool_legacy final : public pool {
         uint64_t last_use; // the clock when it was last handed out or cached
         use      state;
     };
-    class steps; // the rungs of the out-of-memory ladder for one miss
 
-    size_t                end() const { return buffers_.size(); }
+    size_t              end() const { return hit_.buffers.size(); }
+    size_t              cached() const { return hit_.ordinary + growth_; }
     static constexpr auto by_size = [](const buffer & b, size_t n) { return b.size < n; }; // inlined, unlike a pointer
-    // the best fit for r among buffers in state `from`, handed out; false when none holds it
-    bool                  take(const request & r, use from, void ** ptr, size_t * actual);
-    GCP_NOINLINE status   alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
-    GCP_NOINLINE status   miss(const request & r, void ** ptr, size_t * actual);
+    // the best fit for r among the buffers cached as `from`, handed out; false when none holds it
+    bool                take(const request & r, use from, void ** ptr, size_t * actual);
+    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
+    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
     // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    size_t                look_ahead(size_t n) const;
-    // the ladder's rungs: synchronize, LRU reclaim and flush, a retry after each (*how: what was
-    // tried, null where a line said why nothing could be); the request at smaller sizes
-    status                reclaim(size_t bytes, void ** ptr, const char ** how);
-    status                fall_back(const request & r, size_t * bytes, void ** ptr);
-    void                  keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
-    bool                  release(size_t i);                  // a cached buffer to the driver; false if refused
+    size_t              look_ahead(size_t n) const;
+    // the ladder's reclaim rungs: synchronize, LRU reclaim then flush, a retry after each; `how`: what was tried
+    bool                reclaim(class ladder & l, struct attempt & a, const char ** how);
+    void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
+    bool                release(size_t i);                  // a cached buffer to the driver; false if refused
     // unpinned cached buffers (growth: growth buffers too), least recently used first, until `target` bytes went back
-    size_t                release_oldest(size_t target, bool growth);
+    size_t              release_oldest(size_t target, bool growth);
 
     // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
-    std::vector<buffer>       buffers_; // ascending sizes, cached and out alike
-    uint64_t                  clock_      = FIRST_USE;
-    uint64_t                  outgrown_   = 0;
-    size_t                    last_taken_ = 0; // where the last hit's buffer was: ggml frees it first
-    size_t                    cached_     = 0; // buffers cached for any request
-    size_t                    growth_     = 0; // growth buffers
-    size_t                    need_       = 0; // the latest growing request
-    options                   opt_;
+
+    // what a hit reads and writes, on a line of its own
+    struct hit_fields {
+        std::vector<buffer, line_aligned_allocator<buffer>> buffers; // ascending sizes, cached and out alike
+        uint64_t clock      = FIRST_USE;
+        size_t   last_taken = 0; // where the last hit's buffer was: ggml frees it first
+        size_t   ordinary   = 0; // buffers cached for any request
+    };
+    static_assert(sizeof(hit_fields) <= CACHE_LINE, "a hit reads one line of the kind");
+    alignas(CACHE_LINE) hit_fields hit_;
+
+    size_t   growth_   = 0; // growth buffers
+    size_t   need_     = 0; // the latest growing request
+    uint64_t outgrown_ = 0;
+    options  opt_;
 };
 
 } // namespace gcp

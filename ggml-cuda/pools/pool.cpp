@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
-#include <mutex>
 
 namespace gcp {
 
@@ -13,44 +12,21 @@ namespace {
 
 constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
 
-// every live pool, and the setting observe_all gave them last
-struct observed_registry {
-    std::mutex          mutex;
-    std::vector<pool *> pools;
-    bool                on = false;
-};
-
-observed_registry & registry() {
-    static observed_registry * r = new observed_registry; // never destroyed: a quarantined pool lives to exit
-    return *r;
-}
-
 } // namespace
+
+size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
+    if (headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
+        return SIZE_MAX;
+    }
+    const double extra = double(peak) * headroom_pct / 100.0;
+    return extra >= double(SIZE_MAX - peak) ? SIZE_MAX : peak + size_t(extra);
+}
 
 pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
     device_(device),
     stream_(stream),
     drv_(drv) {
-    hot_.kind                     = kind;
-    observed_registry &         r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.pools.push_back(this);
-    hot_.observed.store(r.on, std::memory_order_relaxed);
-}
-
-pool::~pool() {
-    observed_registry &         r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.pools.erase(std::find(r.pools.begin(), r.pools.end(), this));
-}
-
-void pool::observe_all(bool on) {
-    observed_registry &         r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    r.on = on;
-    for (pool * p : r.pools) {
-        p->hot_.observed.store(on, std::memory_order_relaxed);
-    }
+    hot_.kind = kind;
 }
 
 const char * pool::name() const {
@@ -65,9 +41,40 @@ ggml_cpool_stats pool::stats() const {
     s.live_bytes       = hot_.live_bytes;
     s.peak_live_bytes  = hot_.peak_live_bytes;
     s.allocs           = hot_.allocs;
-    s.hits             = hot_.hits;
+    s.hits             = hot_.allocs - stats_.misses;
     s.cached_bytes     = cached_bytes();
     return s;
+}
+
+size_t pool::miss_bytes(const request & r, size_t ahead, size_t rounding) {
+    const size_t doubled = OVERALLOCATE_FACTOR * r.size;
+    const size_t limited = r.limit != 0 ? std::max(r.size, std::min(doubled, r.limit)) : doubled;
+    return round_up(r.growing() ? limited : r.size + ahead, rounding);
+}
+
+status pool::settle(status st, void ** ptr, size_t * actual) {
+    const bool asked = (hot_.flags & ASKED) != 0;
+    hot_.flags       = uint8_t(hot_.flags & ~ASKED);
+    if (st != OK) {
+        stats_.oom_returned += st == OUT_OF_MEMORY;
+        return st;
+    }
+    if ((hot_.flags & PINNING) != 0) {
+        try {
+            pins_.add(*ptr, *actual);
+        } catch (...) {
+            // no room to record the pin: the buffer goes back rather than be lost
+            do_free(*ptr, *actual);
+            *ptr    = nullptr;
+            *actual = 0;
+            throw;
+        }
+    }
+    stats_.misses += asked;
+    hot_.allocs++;
+    hot_.live_bytes += *actual;
+    hot_.peak_live_bytes = std::max(hot_.peak_live_bytes, hot_.live_bytes);
+    return OK;
 }
 
 status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual) {
@@ -85,27 +92,6 @@ status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
     return OUT_OF_MEMORY;
 }
 
-void pool::pin_new(void ** ptr, size_t * actual, uint64_t hits) {
-    try {
-        // everything that allocates first: the graph's list then never holds a buffer that
-        // was not handed out
-        std::vector<void *> & list = graphs_[pinning_];
-        make_room(list, list.size() + 1);
-        pin & p = pins_[*ptr];
-        list.push_back(*ptr);
-        p.graphs++;
-        // an address can come back with another size: the pin covers the largest
-        p.size = std::max(p.size, *actual);
-    } catch (...) {
-        // no room to record the pin: give the buffer back rather than lose it (a hit was no hit)
-        do_free(*ptr, *actual);
-        hot_.hits = hits;
-        *ptr      = nullptr;
-        *actual   = 0;
-        throw;
-    }
-}
-
 status pool::reject_free(const void * ptr, size_t actual) const {
     const std::optional<size_t> live = live_size(ptr);
     if (!live) {
@@ -119,35 +105,14 @@ status pool::reject_free(const void * ptr, size_t actual) const {
 }
 
 void pool::pin_begin(uint64_t graph) {
-    pinning_   = graph;
+    pins_.begin(graph);
     hot_.flags = uint8_t(graph != 0 ? hot_.flags | PINNING : hot_.flags & ~PINNING);
 }
 
-void pool::declare_capture(int capturing) {
-    hot_.flags = uint8_t(hot_.flags & ~(DECLARED | DECLARED_CAPTURING));
-    if (capturing >= 0) {
-        hot_.flags = uint8_t(hot_.flags | DECLARED | (capturing != 0 ? DECLARED_CAPTURING : 0));
-    }
-}
-
 void pool::pin_release(uint64_t graph) {
-    auto it = graphs_.find(graph);
-    if (it == graphs_.end()) {
-        return; // this pool handed nothing out under that graph
+    if (pins_.release(graph)) {
+        on_unpinned();
     }
-    for (void * p : it->second) {
-        auto it2 = pins_.find(p);
-        if (--it2->second.graphs == 0) {
-            pins_.erase(it2);
-        }
-    }
-    graphs_.erase(it);
-    on_unpinned();
-}
-
-void pool::log_fallback(size_t refused, size_t taken, size_t size) const {
-    GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                  to_mib(refused), to_mib(taken), to_mib(size));
 }
 
 status pool::synchronize() {
@@ -184,28 +149,10 @@ void pool::say(ggml_cpool_log_level level, const char * fmt, ...) const {
     log(level, "%s: %s", name(), text);
 }
 
-bool pool::capturing() {
-    if (stream_ == nullptr) {
-        return false;
-    }
-    bool   active = false;
-    status st     = drv_.stream_capturing(device_, stream_, &active);
-    // unknown: assume the worst, an illegal call would break a capture
-    return st != OK || active;
-}
-
-void pool::log_capture_refusal(const char * what) {
+void pool::log_capture_refusal(const char * what) const {
     GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
                  "(allocate before capturing, as a warm-up run does)",
                  name(), what);
-}
-
-uintptr_t pool::pinned_top() const {
-    uintptr_t top = 0;
-    for (auto & p : pins_) {
-        top = std::max(top, reinterpret_cast<uintptr_t>(p.first) + p.second.size);
-    }
-    return top;
 }
 
 void pool::on_driver_alloc(size_t bytes) {

@@ -1,7 +1,5 @@
 #include "recovery.h"
 
-#include "pool.h"
-
 #include <algorithm>
 #include <chrono>
 #include <thread>
@@ -10,87 +8,79 @@ namespace gcp {
 
 using clock = std::chrono::steady_clock;
 
-status pool::climb(recovery_steps & steps) {
-    if (capturing()) {
-        status st = steps.fall_back();
-        if (st == OUT_OF_MEMORY) {
-            st = wait_for_memory(steps); // sleeping and allocating are legal in a capture
+bool ladder::fall_back(const request & r, size_t ahead, size_t rounding) {
+    const size_t refused = a_.bytes, more = round_up(r.size + ahead, rounding), alone = round_up(r.size, rounding);
+    for (size_t next : { more, alone }) {
+        if (next < a_.bytes) {
+            a_.bytes = next;
+            if (ask() && a_.st == OK) {
+                GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB",
+                              p_.name(), to_mib(refused), to_mib(next), to_mib(r.size));
+            }
+            if (a_.st != OUT_OF_MEMORY) {
+                return true;
+            }
         }
-        if (st == OUT_OF_MEMORY) {
-            GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
-                         "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
-                         name(), to_mib(steps.asking()));
-        }
-        return st;
     }
-    status st = steps.reclaim();
-    if (st == OUT_OF_MEMORY) {
-        st = steps.fall_back();
-    }
-    if (st == OUT_OF_MEMORY) {
-        st = retry_transient(steps);
-    }
-    if (st == OUT_OF_MEMORY) {
-        st = wait_for_memory(steps);
-    }
-    if (st != OK) {
-        steps.report(st);
-    }
-    return st;
+    return false;
 }
 
-status pool::retry_transient(recovery_steps & steps) {
-    status st = OUT_OF_MEMORY;
-    for (int i = 1; i <= TRANSIENT_RETRIES && st == OUT_OF_MEMORY; i++) {
-        pause_before_retry(i);
-        if (synchronize() != OK) {
-            return OUT_OF_MEMORY; // the report says which allocation failed
+bool ladder::retry_transient() {
+    for (int i = 1; i <= TRANSIENT_RETRIES; i++) {
+        const uint32_t us = p_.drv_.transient_pause_us();
+        if (us != 0) {
+            std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(us) << (i - 1)));
         }
-        st = steps.retry();
-        if (st == OK) {
-            GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", name(), i, TRANSIENT_RETRIES);
+        if (p_.synchronize() != OK) {
+            return false; // the report says which allocation failed
+        }
+        if (ask()) {
+            if (a_.st == OK) {
+                GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", p_.name(), i,
+                              TRANSIENT_RETRIES);
+            }
+            return true;
         }
     }
-    return st;
+    return false;
 }
 
-status pool::wait_for_memory(recovery_steps & steps) {
-    if (wait_ms_ == 0) {
-        return OUT_OF_MEMORY;
+bool ladder::wait() {
+    if (p_.wait_ms_ == 0) {
+        return false;
     }
-    const size_t want  = steps.asking();
-    const auto   start = clock::now(), end = start + std::chrono::milliseconds(wait_ms_);
-    size_t       free = 0;
-    if (drv_.free_memory(device_, &free) == OK) {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", name(), to_mib(want),
-                     wait_ms_, to_mib(free));
+    const size_t want  = a_.bytes;
+    const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
+    size_t       free  = 0;
+    if (p_.drv_.free_memory(p_.device_, &free) == OK) {
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(want),
+                     p_.wait_ms_, to_mib(free));
     } else {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", name(), to_mib(want), wait_ms_);
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", p_.name(), to_mib(want), p_.wait_ms_);
     }
-    stats_.waits++;
-    status st    = OUT_OF_MEMORY;
-    auto   pause = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(WAIT_FIRST_PAUSE_MS));
-    for (auto now = start; st == OUT_OF_MEMORY && now < end; now = clock::now()) {
+    p_.stats_.waits++;
+    bool ended = false;
+    auto pause = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(WAIT_FIRST_PAUSE_MS));
+    for (auto now = start; !ended && now < end; now = clock::now()) {
         std::this_thread::sleep_for(std::min(pause, end - now));
         pause = std::min<clock::duration>(2 * pause, std::chrono::milliseconds(WAIT_LONGEST_PAUSE_MS));
-        // a query the driver cannot answer lets every poll try
-        if (drv_.free_memory(device_, &free) != OK || free >= want) {
-            st = steps.retry(); // a refusal waits on; another failure ends the wait, and its line says it
+        // a query the driver cannot answer lets every poll try; a failure other than a refusal ends the wait
+        if (p_.drv_.free_memory(p_.device_, &free) != OK || free >= want) {
+            ended = ask();
         }
     }
     const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();
-    stats_.wait_ns += uint64_t(waited);
-    stats_.waits_served += st == OK;
-    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", name(), to_mib(want),
-                 st == OK ? "served" : "still refused", (long long) (waited / 1000000));
-    return st;
+    p_.stats_.wait_ns += uint64_t(waited);
+    p_.stats_.waits_served += a_.st == OK;
+    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(want),
+                 a_.st == OK ? "served" : "still refused", (long long) (waited / 1000000));
+    return ended;
 }
 
-void pool::pause_before_retry(int attempt) const {
-    const uint32_t us = drv_.transient_pause_us();
-    if (us != 0) {
-        std::this_thread::sleep_for(std::chrono::microseconds(uint64_t(us) << (attempt - 1)));
-    }
+void ladder::log_capture_refusal() const {
+    GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
+                 "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
+                 p_.name(), to_mib(a_.bytes));
 }
 
 } // namespace gcp

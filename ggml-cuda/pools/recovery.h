@@ -1,23 +1,20 @@
 #pragma once
-// The out-of-memory ladder every pool climbs once the driver refused one of its allocations
-// (pool::climb, recovery.cpp); the rungs are each pool's own, behind recovery_steps:
+// The out-of-memory ladder. Once the driver refuses an allocation, each kind climbs its own chain
+// of rungs, written in order in its own file; a rung is true once the climb ends (the request is
+// served, or failed otherwise than for want of memory), so each chain reads as one expression:
 //
-//   during a capture  no synchronize and no free is legal: the smaller sizes at once (fall_back),
-//                     else one line and OUT_OF_MEMORY
-//   1. reclaim        what the pool can free, a retry after each step (legacy: LRU reclaim of 3x
-//                     the request, then a flush; vmm: a synchronize; async: its reuse cache and
-//                     the device pool's unused memory)
-//   2. fall_back      the request without its doubling or look-ahead
-//   3. retries        TRANSIENT_RETRIES more attempts at the last size asked for, each after a
-//                     pause and a synchronize
-//   4. wait           up to the pool's wait budget (ggml_cpool_ctx_params.wait_ms; in a capture
-//                     too, after fall_back): poll the device's free memory, retry whenever the
-//                     request may fit, with a line when the wait starts and one when it ends
-//   5. report         the pool's one line for the status the caller gets
+//   legacy and plain  ask || rescue || reclaim (LRU, then flush) || fall_back || retry_transient || wait
+//   vmm               ask (grow) || alone || reclaim (synchronize) || retry_transient || wait
+//   async             ask || reclaim (trim) || fall_back || retry_transient || wait
+//   in a capture      ask || fall_back || wait: no synchronize and no free is legal there
 //
-// A rung refused for want of memory leads to the next; OK or any other status ends the climb.
+// The rungs every kind shares are the ladder's: fall_back (the request without its doubling or
+// look-ahead), retry_transient (TRANSIENT_RETRIES more attempts, each after a pause and a
+// synchronize) and wait (up to the pool's wait budget, ggml_cpool_ctx_params.wait_ms: poll the
+// device's free memory, retry whenever the request may fit, a line when it starts and one when it
+// ends). A rung that asks the processes beside it for memory fits before wait.
 
-#include "../support/common.h"
+#include "pool.h"
 
 namespace gcp {
 
@@ -31,22 +28,39 @@ constexpr int TRANSIENT_RETRIES = 3;
 constexpr uint32_t WAIT_FIRST_PAUSE_MS   = 1;
 constexpr uint32_t WAIT_LONGEST_PAUSE_MS = 64;
 
-// one pool's rungs, for one refused request
-class recovery_steps {
-  public:
-    virtual ~recovery_steps() = default;
+// one refused request: what is asked for last, and the last rung's status
+struct attempt {
+    size_t  bytes;
+    void ** ptr;
+    status  st = OUT_OF_MEMORY;
 
-    // the request again, at the size asked for last
-    virtual status retry() = 0;
-    // the bytes retry asks the device for
-    virtual size_t asking() const = 0;
-    // (optional) frees what the pool can, outside a capture, and retries: OK once it is served
-    virtual status reclaim() { return OUT_OF_MEMORY; }
-    // (optional) the request at the smaller sizes it may take instead
-    virtual status fall_back() { return OUT_OF_MEMORY; }
-    // (optional) the climb, outside a capture, ends in st (not OK): the line that says why, unless a
-    // rung's own line has
-    virtual void   report(status /*st*/) {}
+    // a rung's result: true once the climb ends
+    bool ends(status s) {
+        st = s;
+        return s != OUT_OF_MEMORY;
+    }
+};
+
+// the rungs every kind shares, over a pool and the kind's driver call (`ask`, at a.bytes)
+class ladder {
+  public:
+    using ask_fn = status (*)(pool & p, attempt & a);
+
+    ladder(pool & p, attempt & a, ask_fn ask) : p_(p), a_(a), ask_(ask) {}
+
+    // the driver's call at a.bytes
+    bool ask() { return a_.ends(ask_(p_, a_)); }
+    // each smaller size the request may take: with its `ahead` bytes, then alone
+    bool fall_back(const request & r, size_t ahead, size_t rounding);
+    bool retry_transient();
+    bool wait();
+    // the line of a climb a capture ended for want of memory
+    void log_capture_refusal() const;
+
+  private:
+    pool &    p_;
+    attempt & a_;
+    ask_fn    ask_;
 };
 
 } // namespace gcp

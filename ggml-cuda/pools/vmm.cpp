@@ -1,6 +1,6 @@
 #include "vmm.h"
 
-#include "../support/log.h"
+#include "recovery.h"
 
 #include <algorithm>
 #include <iterator>
@@ -29,15 +29,14 @@ status pool_vmm::do_alloc(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     if (GCP_LIKELY(s_.holes == 0 && s_.used + bytes <= s_.mapped)) {
         push(bytes, ptr, actual);
-        hot_.hits++;
         return OK;
     }
-    return take(r, bytes, ptr, actual);
+    return alloc_beyond_top(r, bytes, ptr, actual);
 }
 
 void pool_vmm::push(size_t bytes, void ** ptr, size_t * actual) {
     // room for the top this lists and the new one, which a free may list later
-    make_room(s_.blocks, s_.blocks.size() + 2);
+    ensure_capacity(s_.blocks, s_.blocks.size() + 2);
     list_top();
     s_.top_size = bytes;
     *ptr        = reinterpret_cast<void *>(s_.base + s_.used);
@@ -94,8 +93,8 @@ bool pool_vmm::release_orphans() {
 
 status pool_vmm::grow(size_t bytes) {
     // the records it may need, before the driver is asked: a chunk or an orphan, and every chunk's orphan
-    make_room(chunks_, chunks_.size() + 1);
-    make_room(orphans_, orphans_.size() + chunks_.size() + 1);
+    ensure_capacity(chunks_, chunks_.size() + 1);
+    ensure_capacity(orphans_, orphans_.size() + chunks_.size() + 1);
     // a mapping a failed growth left occupies the range here; undoing it waits for any capture to end
     const bool capture = capturing();
     const bool blocked = std::any_of(orphans_.begin(), orphans_.end(), [](const orphan & o) { return o.mapped; });
@@ -155,43 +154,21 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
     return true;
 }
 
-class pool_vmm::steps final : public recovery_steps {
-  public:
-    steps(pool_vmm & p, size_t bytes) : p_(p), bytes_(bytes), growth_(p.s_.used + bytes - p.s_.mapped) {}
-
-    status retry() override { return p_.grow(growth_); }
-    size_t asking() const override { return round_up(growth_, p_.granularity_); }
+bool pool_vmm::reclaim(ladder & l, attempt & a) {
     // one retry once the stream's work, and other streams' frees, landed
-    status reclaim() override {
-        GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", p_.name(), to_mib(growth_));
-        if (p_.synchronize() != OK) {
-            return OUT_OF_MEMORY; // the failed growth is what the report says
-        }
-        const status st = p_.grow(growth_);
-        GCP_LOG_DEBUG("%s: retry %s", p_.name(), st == OK ? "succeeded" : "failed");
-        return st;
+    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(a.bytes));
+    if (synchronize() != OK) {
+        return false; // the failed growth is what the report says
     }
-    void report(status st) override {
-        if (st != OUT_OF_MEMORY) {
-            return; // grow's line said why
-        }
-        GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
-                     "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                     p_.name(), to_mib(bytes_), to_mib(growth_), to_mib(p_.s_.mapped), to_mib(p_.hot_.live_bytes),
-                     TRANSIENT_RETRIES);
-    }
+    const bool ended = l.ask();
+    GCP_LOG_DEBUG("%s: retry %s", name(), a.st == OK ? "succeeded" : "failed");
+    return ended;
+}
 
-  private:
-    pool_vmm &   p_;
-    const size_t bytes_;
-    const size_t growth_; // what the top needs mapped beyond what is
-};
-
-status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * actual) {
+status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual) {
     // the list's room for a split hole, before anything is mapped for the block (may throw)
-    make_room(s_.blocks, s_.blocks.size() + 2);
+    ensure_capacity(s_.blocks, s_.blocks.size() + 2);
     if (s_.holes > 0 && take_hole(bytes, ptr)) {
-        hot_.hits++;
         *actual = bytes;
         return OK;
     }
@@ -202,11 +179,12 @@ status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * act
         }
     }
     // a growing request whose doubling is refused takes its own size, before the retries that only wait
-    const bool doubled = fallback_bytes(r, bytes, 0, ALIGNMENT) != 0;
+    const bool doubled = round_up(r.size, ALIGNMENT) < bytes;
     const auto alone   = [&] {
         status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
         if (st == OK) {
-            log_fallback(bytes, *actual, r.size);
+            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
         }
         return st;
     };
@@ -218,21 +196,24 @@ status pool_vmm::take(const request & r, size_t bytes, void ** ptr, size_t * act
                      to_mib(s_.used), to_mib(range_size_));
         return OUT_OF_MEMORY;
     }
-    if (s_.used + bytes <= s_.mapped) {
-        hot_.hits++;
-    } else {
-        stats_.misses++;
-        status st = grow(s_.used + bytes - s_.mapped);
-        if (st == OUT_OF_MEMORY && doubled) {
-            stats_.misses--; // counted again as the request alone
+    if (s_.used + bytes > s_.mapped) {
+        asking();
+        attempt a{ round_up(s_.used + bytes - s_.mapped, granularity_), nullptr };
+        ladder  l(*this, a, [](pool & p, attempt & at) { return static_cast<pool_vmm &>(p).grow(at.bytes); });
+        if (!l.ask() && doubled) {
             return alone();
         }
-        if (st == OUT_OF_MEMORY) {
-            steps ladder(*this, bytes);
-            st = climb(ladder);
+        const bool capture = a.st == OUT_OF_MEMORY && capturing();
+        if (capture && !l.wait()) {
+            l.log_capture_refusal();
+        } else if (!capture && a.st == OUT_OF_MEMORY && !(reclaim(l, a) || l.retry_transient() || l.wait())) {
+            GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
+                         "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
+                         name(), to_mib(bytes), to_mib(a.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
+                         TRANSIENT_RETRIES);
         }
-        if (st != OK) {
-            return st;
+        if (a.st != OK) {
+            return a.st; // a failure other than a refusal: grow's line said why
         }
     }
     push(bytes, ptr, actual);

@@ -53,12 +53,13 @@ class pool_vmm final : public pool {
         bool       mapped;
         bool       counted; // counted in reserved_bytes (it was a chunk): counted out once released
     };
-    class steps; // the rungs of the out-of-memory ladder: nothing is cached, so one retry
 
     // a block of `bytes` on the top, within the mapped memory (may throw: nothing changed)
     void                         push(size_t bytes, void ** ptr, size_t * actual);
     // a request the mapped top cannot serve at once: a hole, a growth, the first range
-    GCP_NOINLINE status          take(const request & r, size_t bytes, void ** ptr, size_t * actual);
+    GCP_NOINLINE status          alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual);
+    // the ladder's reclaim rung: nothing is cached, so one retry after a synchronize
+    bool                         reclaim(class ladder & l, struct attempt & a);
     // a free of any block but the top one
     GCP_NOINLINE bool            free_block(void * ptr, size_t actual) noexcept;
     // the top block goes into the list, within the room push kept

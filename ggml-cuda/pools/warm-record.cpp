@@ -26,11 +26,11 @@ warm_record & warm_record::instance() {
     return record;
 }
 
-void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
+void warm_record::join(const std::shared_ptr<driver> & drv, int device) {
     log_hold                    hold; // lines said under the lock go out once it is released
     std::lock_guard<std::mutex> lock(mutex_);
     // room for this device's entry first: past it nothing throws, so no failed pool leaves the count raised
-    make_room(devices_, devices_.size() + 1);
+    ensure_capacity(devices_, devices_.size() + 1);
     handles_++;
     for (const entry & e : devices_) {
         if (e.drv->identity() == drv->identity() && e.device == device) {
@@ -51,7 +51,7 @@ void warm_record::acquire(const std::shared_ptr<driver> & drv, int device) {
     devices_.push_back(e);
 }
 
-void warm_record::release() {
+void warm_record::leave() {
     log_hold                    hold;
     std::lock_guard<std::mutex> lock(mutex_);
     if (handles_ == 0 || --handles_ > 0) {

@@ -19,15 +19,15 @@ class warm_record {
     static warm_record & instance();
 
     // an async pool on `device` starts; may throw std::bad_alloc, changing nothing then
-    void acquire(const std::shared_ptr<driver> & drv, int device);
+    void join(const std::shared_ptr<driver> & drv, int device);
     // an async pool ends; the last one restores every device it changed (allocates nothing)
-    void release();
+    void leave();
 
   private:
     struct entry {
         std::shared_ptr<driver> drv; // keeps the driver alive until the values are back
         int                     device;
-        bool                    raised; // threshold raised: trim and restore on release
+        bool                    raised; // threshold raised: trim and restore when the last pool leaves
         uint64_t                threshold;
         bool                    reuse_changed;
         uint64_t                reuse;

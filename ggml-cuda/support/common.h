@@ -51,11 +51,43 @@ constexpr size_t round_up(size_t x, size_t align) {
 
 // room for at least `need` elements, grown geometrically so that a run of calls rarely
 // allocates; may throw std::bad_alloc, leaving v as it was
-template <typename V> void make_room(V & v, size_t need) {
+template <typename V> void ensure_capacity(V & v, size_t need) {
     if (v.capacity() < need) {
         v.reserve(std::max(need, 2 * v.capacity()));
     }
 }
+
+// the smallest element of [first, last) of at least n bytes (its `size`) that `usable` accepts, the
+// last of equal sizes (last: none)
+template <class It, class Usable> It smallest_holding(It first, It last, size_t n, Usable && usable) {
+    It best = last;
+    for (It it = first; it != last; ++it) {
+        if (it->size >= n && (best == last || it->size <= best->size) && usable(*it)) {
+            best = it;
+        }
+    }
+    return best;
+}
+
+// the bytes of the elements of a range (their `size`)
+template <class Range> size_t total_size(const Range & buffers) {
+    size_t n = 0;
+    for (const auto & b : buffers) {
+        n += b.size;
+    }
+    return n;
+}
+
+// storage that starts a cache line: a pool's few records then take as few lines as they can
+template <typename T> struct line_aligned_allocator {
+    using value_type         = T;
+    line_aligned_allocator() = default;
+    template <typename U> line_aligned_allocator(const line_aligned_allocator<U> &) {}
+    T *  allocate(size_t n) { return static_cast<T *>(::operator new (n * sizeof(T), std::align_val_t{ CACHE_LINE })); }
+    void deallocate(T * p, size_t) { ::operator delete (p, std::align_val_t{ CACHE_LINE }); }
+    bool operator==(const line_aligned_allocator &) const { return true; }
+    bool operator!=(const line_aligned_allocator &) const { return false; }
+};
 
 inline double to_mib(size_t bytes) {
     return double(bytes) / double(MiB);

@@ -33,7 +33,7 @@ class sim_arena {
     // first fit; false when no free range holds size. May throw std::bad_alloc, changing nothing
     bool take(size_t size, size_t * offset) {
         // give never allocates: the free ranges are gaps between the pieces out, one more at most
-        make_room(free_, pieces_ + 2);
+        ensure_capacity(free_, pieces_ + 2);
         auto it = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.size >= size; });
         if (it == free_.end()) {
             return false;

@@ -25,7 +25,7 @@ void change_mode(unsigned set, unsigned clear) {
     std::lock_guard<std::mutex> lock(mutex);
     const unsigned              mode = (g_mode.load(std::memory_order_relaxed) | set) & ~clear;
     g_mode.store(mode, std::memory_order_relaxed);
-    pool::observe_all(mode != 0);
+    observed_flag::set_all(mode != 0);
 }
 
 // the writer's buffer goes to the file when it holds this much: few writes, bounded memory
