@@ -23,7 +23,7 @@ status pool_legacy::do_alloc(const request & r, void ** ptr, size_t * actual) {
     return take(r, use::ordinary, ptr, actual) ? OK : miss(r, ptr, actual);
 }
 
-bool pool_legacy::take(const request & r, use from, void ** ptr, size_t * actual) {
+GCP_INLINE bool pool_legacy::take(const request & r, use from, void ** ptr, size_t * actual) {
     auto &       buffers = hit_.buffers;
     const size_t most    = from == use::growth && r.growing() ? SIZE_MAX : r.size + std::max(r.size, WASTE_SLACK);
     size_t       best    = end();
@@ -237,12 +237,19 @@ bool pool_legacy::do_free(void * ptr, size_t actual) noexcept {
     b.state           = growth ? use::growth : use::ordinary;
     b.last_use        = ++hit_.clock;
     (growth ? growth_ : hit_.ordinary)++;
-    if (GCP_UNLIKELY(cached() > MAX_CACHED_BUFFERS) && !pinned(ptr) && !capturing()) {
-        GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
-                      to_mib(actual));
-        release(i); // a refused one stays cached past the bound, as a pinned one does: the next flush tries again
+    if (GCP_UNLIKELY(cached() > MAX_CACHED_BUFFERS)) {
+        release_over_bound(i);
     }
     return true;
+}
+
+void pool_legacy::release_over_bound(size_t i) noexcept {
+    if (pinned(hit_.buffers[i].ptr) || capturing()) {
+        return; // kept cached past the bound, as one the driver refuses: the next flush tries again
+    }
+    GCP_LOG_DEBUG("%s: cache full (%zu buffers); returning %.2f MiB to the driver", name(), MAX_CACHED_BUFFERS,
+                  to_mib(hit_.buffers[i].size));
+    release(i);
 }
 
 std::optional<size_t> pool_legacy::live_size(const void * ptr) const {

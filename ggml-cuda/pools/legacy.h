@@ -77,8 +77,9 @@ class pool_legacy final : public pool {
     size_t              end() const { return hit_.buffers.size(); }
     size_t              cached() const { return hit_.ordinary + growth_; }
     static constexpr auto by_size = [](const buffer & b, size_t n) { return b.size < n; }; // inlined, unlike a pointer
-    // the best fit for r among the buffers cached as `from`, handed out; false when none holds it
-    bool                take(const request & r, use from, void ** ptr, size_t * actual);
+    // the best fit for r among the buffers cached as `from`, handed out; false when none holds it.
+    // Inlined: a frame of its own costs a hit a stack line
+    GCP_INLINE bool     take(const request & r, use from, void ** ptr, size_t * actual);
     GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
     GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
     // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
@@ -87,6 +88,7 @@ class pool_legacy final : public pool {
     bool                reclaim(class ladder & l, struct attempt & a, const char ** how);
     void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
     bool                release(size_t i);                  // a cached buffer to the driver; false if refused
+    GCP_COLD void       release_over_bound(size_t i) noexcept; // one freed past MAX_CACHED_BUFFERS
     // unpinned cached buffers (growth: growth buffers too), least recently used first, until `target` bytes went back
     size_t              release_oldest(size_t target, bool growth);
 

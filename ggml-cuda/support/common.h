@@ -31,11 +31,13 @@ constexpr size_t CACHE_LINE = 64;
 #    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #    define GCP_COLD        __attribute__((noinline, cold))
 #    define GCP_NOINLINE    __attribute__((noinline))
+#    define GCP_INLINE      inline __attribute__((always_inline))
 #else
 #    define GCP_LIKELY(x)   (x)
 #    define GCP_UNLIKELY(x) (x)
 #    define GCP_COLD
 #    define GCP_NOINLINE
+#    define GCP_INLINE inline
 #endif
 
 constexpr size_t MiB = size_t(1) << 20;
