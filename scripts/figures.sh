@@ -3,7 +3,8 @@
 # reruns the demo's report (scripts/run.sh's, on the sim driver), records the demo's trace (the
 # legacy kind, K/V conversions asking for OVERALLOCATE) and replays it against every configuration
 # at the demo's 700 MiB and at the capacity its peak request fills to 95%, replays the llama.cpp
-# depth sweep recorded on an H200 (docs/traces, KV q8_0), runs reclaim-sim (LRU reclaim against a
+# depth sweep recorded on an H200 (docs/traces, KV q8_0) and torch_bench's training run recorded on
+# an H100, runs reclaim-sim (LRU reclaim against a
 # flush); keeps each report as
 # docs/results/sim/NAME.txt (a replay of the trace recorded just now without what follows its
 # timing), draws reserved against live over time (docs/figures/demo-*-overview.png and
@@ -77,6 +78,12 @@ if [ -z "$check" ]; then
     draw "$work/llama-q8_0.json" "llama.cpp 1B, KV q8_0, pp512/tg128 at depths 0, 8192, 32768 (H200 trace) replayed on \
 the sim driver" llama-q8_0-overview.png
 fi
+
+# PyTorch: torch_bench's training run under legacy, recorded on an H100 (docs/traces), at its 79 GiB
+trace=$work/torch-training-legacy.trace
+xz -dc docs/traces/torch-training-legacy.trace.xz >"$trace"
+report replay-torch "pool-replay torch-training-legacy.trace --configs recorded,legacy,plain,vmm --capacity 81080" "" \
+    "$TOOLS/pool-replay" "$trace" --configs recorded,legacy,plain,vmm --capacity 81080
 
 # LRU reclaim against a full flush, each row the mean of 128 seeded runs (deterministic), and the
 # seed's regime it checks (reclaim-sim's exit status)

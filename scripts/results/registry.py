@@ -204,6 +204,9 @@ TABLES = (
           lambda: text.sim("replay-700mib")),
     Table("replay-95pct", "The demo's trace replayed where its peak request fills 95% of the device (as "
           "replay-700mib)", "docs/results/sim/replay-95pct.txt", lambda: text.sim("replay-95pct")),
+    Table("replay-torch", "torch_bench's training run under legacy (docs/traces/torch-training-legacy.trace.xz, one "
+          "H100) replayed at the H100's 79 GiB (scripts/figures.sh)", "docs/results/sim/replay-torch.txt",
+          lambda: text.sim("replay-torch")),
     Table("replay-llama", "The llama.cpp depth-sweep trace (docs/traces/llama-1b-f16-q8_0.trace.xz) replayed at "
           "8 GiB a device (scripts/figures.sh)", "docs/results/sim/replay-llama.txt", lambda: text.sim("replay-llama")),
 )
