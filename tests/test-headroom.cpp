@@ -67,7 +67,8 @@ TEST_P(Headroom, ReservedStaysWithinTheHeadroomOfPeakLive) {
     const double cap = 1.0 + HEADROOM_PCT / 100.0;
     EXPECT_LE(r.worst_ratio, cap) << "reserved / peak live after some step";
     EXPECT_EQ(r.steady_driver_allocs, 0u) << "steady state is served from what the pool holds";
-    if (GetParam() != GGML_CPOOL_KIND_ASYNC) { // async: what its reuse cache does not hold, the device pool serves, a miss
+    if (GetParam() !=
+        GGML_CPOOL_KIND_ASYNC) { // async: what its reuse cache does not hold, the device pool serves, a miss
         EXPECT_EQ(r.steady_hits, uint64_t(2 * STEADY_STEPS));
     }
     EXPECT_GT(r.end.driver_frees, 0u) << "outgrown buffers went back";

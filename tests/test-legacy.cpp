@@ -319,7 +319,7 @@ TEST_F(Legacy, AGrowingRequestLeavesALargerOrdinaryBufferOrdinary) {
 TEST_F(Legacy, ARefusalServedByAGrowthBufferIsAMiss) {
     open(64 * MiB);
     release(pool_, alloc(pool_, 10 * MiB, GGML_CPOOL_ALLOC_OVERALLOCATE)); // a 20 MiB growth buffer
-    buf              weights = alloc(pool_, 40 * MiB);                    // 42 MiB: 2 MiB stay free
+    buf              weights = alloc(pool_, 40 * MiB);                     // 42 MiB: 2 MiB stay free
     const auto       before  = stats_of(pool_);
     log_capture      log;
     buf              scratch = alloc(pool_, 4 * MiB);

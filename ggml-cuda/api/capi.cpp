@@ -247,7 +247,9 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
         return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
     }
     try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc, inlined
-        return as_kind(pool, [&](auto & p) { return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size); });
+        return as_kind(pool, [&](auto & p) {
+            return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
+        });
     } catch (...) {
         return caught(__func__);
     }

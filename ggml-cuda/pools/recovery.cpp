@@ -51,7 +51,7 @@ bool ladder::wait() {
     }
     const size_t want  = a_.bytes;
     const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
-    size_t       free  = 0;
+    size_t       free = 0;
     if (p_.drv_.free_memory(p_.device_, &free) == OK) {
         GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(want),
                      p_.wait_ms_, to_mib(free));

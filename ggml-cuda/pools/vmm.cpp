@@ -184,7 +184,7 @@ status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, 
         status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
         if (st == OK) {
             GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
+                            to_mib(bytes), to_mib(*actual), to_mib(r.size));
         }
         return st;
     };
