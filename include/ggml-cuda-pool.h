@@ -104,13 +104,13 @@ struct ggml_cpool_stats {
     size_t   peak_live_bytes;
     size_t   peak_reserved_bytes;
     uint64_t allocs;
-    uint64_t hits;               // served without calling the driver
-    uint64_t misses;
+    uint64_t hits;               // served without asking the driver for memory (allocs - misses)
+    uint64_t misses;             // served after asking the driver for memory, refused or not
     uint64_t driver_allocs;      // driver allocations (legacy) or mappings (vmm)
     uint64_t driver_frees;
     uint64_t lru_reclaims;       // out-of-memory recoveries by freeing least-recently-used buffers
     size_t   lru_reclaimed_bytes;
-    uint64_t flushes;            // out-of-memory recoveries by freeing everything cached
+    uint64_t flushes;            // out-of-memory recoveries by freeing everything cached (async: trimming the device pool)
     uint64_t oom_returned;       // OUT_OF_MEMORY statuses returned to the caller
     uint64_t generation;         // moves whenever the pool returns memory to the driver
     uint64_t call_ns;            // time inside this pool's alloc, free and trim calls while timing is on
