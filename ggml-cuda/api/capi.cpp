@@ -48,17 +48,25 @@ ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F 
     return st;
 }
 
-// the pool calls while tracing or timing is on, out of line so that the usual calls stay short
-GCP_COLD ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
+// the pool calls while tracing or timing is on, out of line so that the usual calls stay short; the
+// kind's calls by name, as without, so that what timing measures is the usual call
+GCP_COLD ggml_cpool_status observed_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual,
                                           size_t limit = 0) {
-    return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
-        return guarded("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual, limit); });
+    return trace::observe(*as_pool(pool), trace_op::alloc, size, flags, ptr, actual, [&] {
+        return guarded("ggml_cpool_alloc", [&] {
+            return as_kind(pool, [&](auto & p) {
+                return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual, limit);
+            });
+        });
     });
 }
 
-GCP_COLD ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
-    return trace::observe(p, trace_op::free, actual, trace::NO, &ptr, nullptr,
-                          [&] { return guarded("ggml_cpool_free", [&] { return p.free(ptr, actual); }); });
+GCP_COLD ggml_cpool_status observed_free(ggml_cpool_t pool, void * ptr, size_t actual) {
+    return trace::observe(*as_pool(pool), trace_op::free, actual, trace::NO, &ptr, nullptr, [&] {
+        return guarded("ggml_cpool_free", [&] {
+            return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual); });
+        });
+    });
 }
 
 GCP_COLD ggml_cpool_status observed_trim(gcp::pool & p) {
@@ -244,7 +252,7 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
+        return observed_alloc(pool, size, flags, ptr, actual_size);
     }
     try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc, inlined
         return as_kind(pool, [&](auto & p) {
@@ -262,7 +270,7 @@ ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_
     }
     const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
     if (as_pool(pool)->observed()) { // recorded as a growing request (the trace keeps no limit)
-        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size, limit);
+        return observed_alloc(pool, size, flags, ptr, actual_size, limit);
     }
     return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
 }
@@ -272,7 +280,7 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_free(*as_pool(pool), ptr, actual_size);
+        return observed_free(pool, ptr, actual_size);
     }
     try {
         return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
