@@ -62,7 +62,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     ensure_capacity(capture_out_, capture_out_.size() + 1);
     ensure_capacity(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     auto best =
-        smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const deferred &) { return true; });
+        smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const held_buffer &) { return true; });
     if (best != capture_cache_.end()) {
         *ptr    = best->ptr;
         *actual = best->size;
@@ -78,12 +78,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     });
     if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
-        status st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
-        if (st == OK) {
-            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
-        }
-        return st;
+        return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);
     }
     if (a.st == OUT_OF_MEMORY) {
         l.wait(); // no synchronize or trim is legal here to make room; a wait is
@@ -103,7 +98,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
 void pool_async::release_capture_cache(bool force) {
     bool gone = false;
     for (size_t i = capture_cache_.size(); i-- > 0;) {
-        const deferred b = capture_cache_[i];
+        const held_buffer b = capture_cache_[i];
         if (!force && pinned(b.ptr)) {
             continue; // a graph still replays into it
         }
@@ -137,8 +132,8 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
     if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
-    const size_t        bytes = miss_bytes(r, 0, ALIGNMENT);
-    reuse_cache::buffer again{};
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
+    held_buffer  again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
@@ -164,9 +159,7 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
         return self.drv_.malloc_async(p.device(), at.bytes, self.stream_, at.ptr);
     });
     if (!l.ask() && capturing()) {
-        if (!(l.fall_back(r, 0, ALIGNMENT) || l.wait())) {
-            l.log_capture_refusal();
-        }
+        l.fall_back(r, 0, ALIGNMENT) || l.wait() || l.refused_in_capture();
     } else if (a.st == OUT_OF_MEMORY &&
                !(reclaim(l, a) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
         say(GGML_CPOOL_LOG_WARN,
@@ -181,7 +174,8 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
         return a.st;
     }
     if (read_usage(a.bytes)) {
-        trim_beyond_headroom(a.bytes); // it grew where the unused memory looked enough: fragmented
+        // it grew where the unused memory looked enough (fragmented): what is beyond the headroom goes back
+        trim_to(headroom_budget(pool_peak_used_, headroom_pct_), a.bytes);
     }
     *actual = a.bytes;
     return OK;
@@ -210,19 +204,13 @@ void pool_async::keep_within_headroom(size_t bytes) {
     }
     // it must grow: what it would hold beyond the headroom goes back first
     const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
-    if (pool_reserved_ + bytes > budget) {
-        trim_down_to(budget > bytes ? budget - bytes : 0, 0);
-    }
+    trim_to(budget > bytes ? budget - bytes : 0, 0);
 }
 
-void pool_async::trim_beyond_headroom(size_t pending) {
-    const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
-    if (pool_reserved_ > budget) {
-        trim_down_to(budget, pending);
+void pool_async::trim_to(size_t keep, size_t pending) {
+    if (pool_reserved_ <= keep) {
+        return;
     }
-}
-
-void pool_async::trim_down_to(size_t keep, size_t pending) {
     // this stream's frees land first; memory whose frees have not landed stays (the driver's rule)
     status st = synchronize();
     if (st == OK) {
@@ -252,10 +240,7 @@ bool pool_async::do_free(void * ptr, size_t actual) noexcept {
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return true;
     }
-    auto leave = [this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); };
-    if (!reuse_.put({ ptr, actual }, leave)) {
-        free_or_defer(ptr, actual);
-    }
+    reuse_.put({ ptr, actual }, [this](const held_buffer & b) { free_or_defer(b.ptr, b.size); });
     return true;
 }
 
@@ -284,7 +269,7 @@ void pool_async::free_or_defer(void * ptr, size_t actual) noexcept {
 }
 
 void pool_async::flush_reuse() noexcept {
-    reuse_.clear([this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); });
+    reuse_.clear([this](const held_buffer & b) { free_or_defer(b.ptr, b.size); });
 }
 
 bool pool_async::free_now(void * ptr, size_t actual) {
@@ -309,11 +294,7 @@ void pool_async::drain(bool force) {
     }
 }
 
-status pool_async::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
+status pool_async::do_trim() {
     flush_reuse();
     drain();
     status st = synchronize();

@@ -22,12 +22,11 @@ class pool_async final : public pool {
     pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct);
     ~pool_async() override;
 
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
     status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
     bool                  do_free(void * ptr, size_t actual) noexcept final;
+    status                do_trim() override;
     std::optional<size_t> live_size(const void * ptr) const override;
     bool                  any_live(void ** ptr, size_t * size) const override;
     size_t                cached_bytes() const override;
@@ -44,8 +43,8 @@ class pool_async final : public pool {
     // the device pool holds at most headroom_pct_ above its peak use: what would be beyond goes back
     // before an allocation of `bytes` its unused memory cannot serve, and after one that grew it anyway
     void keep_within_headroom(size_t bytes);
-    void trim_beyond_headroom(size_t pending);
-    void trim_down_to(size_t keep, size_t pending);
+    // what the device pool holds beyond `keep` goes back (`pending`: as read_usage's)
+    void trim_to(size_t keep, size_t pending);
     // whether `bytes` more would take the device pool past what it holds, by the last read
     bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
     void on_unpinned() override { drain(); }
@@ -71,7 +70,6 @@ class pool_async final : public pool {
     // ptr's record (live_.end(): none)
     std::vector<held_buffer>::iterator find_live(const void * ptr);
 
-    using deferred = held_buffer;
     // what a hit reads, on a line of its own: the record, the buffers out in a capture (a free looks
     // there first), and the reuse cache's count and total, its buffers on the lines after
     alignas(CACHE_LINE) std::vector<held_buffer> live_;
@@ -80,10 +78,10 @@ class pool_async final : public pool {
     static_assert(2 * sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
                   "the record, capture_out_ and the reuse cache's count and total share a line");
     // freed but not yet the driver's: a graph still uses it, the stream captured, or the driver refused
-    std::vector<deferred> deferred_;
+    std::vector<held_buffer> deferred_;
     // the capture cache: buffers outside the device pool and any graph, for a capture's allocations
-    std::vector<deferred> capture_cache_;
-    size_t                capture_bytes_ = 0; // all of them, cached or out
+    std::vector<held_buffer> capture_cache_;
+    size_t                   capture_bytes_ = 0; // all of them, cached or out
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;

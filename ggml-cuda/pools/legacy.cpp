@@ -80,7 +80,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     ensure_capacity(hit_.buffers, end() + 1); // its record's, before anything is taken (may throw)
     keep_within_headroom(a.bytes);
     asking();
-    ladder       l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, a, [](pool & p, attempt & at) {
         return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
     if (!l.ask() && !r.growing() && take(r, use::growth, ptr, actual)) {
@@ -89,9 +89,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
         return OK; // it serves rather than going back in the reclaim that would follow
     }
     if (a.st == OUT_OF_MEMORY && capturing()) {
-        if (!(l.fall_back(r, ahead, ROUNDING) || l.wait())) {
-            l.log_capture_refusal();
-        }
+        l.fall_back(r, ahead, ROUNDING) || l.wait() || l.refused_in_capture();
     } else if (a.st == OUT_OF_MEMORY) {
         const char * how = nullptr; // what reclaim tried; none where the synchronize's line said why
         reclaim(l, a, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
@@ -108,7 +106,8 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     }
     on_driver_alloc(a.bytes);
     auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), a.bytes, by_size);
-    hit_.buffers.insert(at, { a.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out }); // within the room made
+    // within the room made
+    hit_.buffers.insert(at, { a.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out });
     *actual = a.bytes;
     return OK;
 }
@@ -259,17 +258,14 @@ std::optional<size_t> pool_legacy::live_size(const void * ptr) const {
 }
 
 bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    auto it = std::find_if(hit_.buffers.begin(), hit_.buffers.end(), [](const buffer & b) { return b.state >= use::out; });
-    *ptr    = it != hit_.buffers.end() ? it->ptr : nullptr;
-    *size   = it != hit_.buffers.end() ? it->size : 0;
+    auto it =
+        std::find_if(hit_.buffers.begin(), hit_.buffers.end(), [](const buffer & b) { return b.state >= use::out; });
+    *ptr  = it != hit_.buffers.end() ? it->ptr : nullptr;
+    *size = it != hit_.buffers.end() ? it->size : 0;
     return it != hit_.buffers.end();
 }
 
-status pool_legacy::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
+status pool_legacy::do_trim() {
     release_oldest(SIZE_MAX, true);
     const bool refused = std::any_of(hit_.buffers.begin(), hit_.buffers.end(),
                                      [&](const buffer & b) { return b.state < use::out && !pinned(b.ptr); });

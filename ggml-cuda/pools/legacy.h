@@ -49,12 +49,11 @@ class pool_legacy final : public pool {
     pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt);
     ~pool_legacy() override;
 
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
     status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
     bool                  do_free(void * ptr, size_t actual) noexcept final;
+    status                do_trim() override;
     std::optional<size_t> live_size(const void * ptr) const override;
     bool                  any_live(void ** ptr, size_t * size) const override;
     size_t                cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
@@ -74,23 +73,23 @@ class pool_legacy final : public pool {
         use      state;
     };
 
-    size_t              end() const { return hit_.buffers.size(); }
-    size_t              cached() const { return hit_.ordinary + growth_; }
+    size_t                end() const { return hit_.buffers.size(); }
+    size_t                cached() const { return hit_.ordinary + growth_; }
     static constexpr auto by_size = [](const buffer & b, size_t n) { return b.size < n; }; // inlined, unlike a pointer
     // the best fit for r among the buffers cached as `from`, handed out; false when none holds it.
     // Inlined: a frame of its own costs a hit a stack line
-    GCP_INLINE bool     take(const request & r, use from, void ** ptr, size_t * actual);
-    GCP_NOINLINE status alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
-    GCP_NOINLINE status miss(const request & r, void ** ptr, size_t * actual);
+    GCP_INLINE bool       take(const request & r, use from, void ** ptr, size_t * actual);
+    GCP_NOINLINE status   alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
+    GCP_NOINLINE status   miss(const request & r, void ** ptr, size_t * actual);
     // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    size_t              look_ahead(size_t n) const;
+    size_t                look_ahead(size_t n) const;
     // the ladder's reclaim rungs: synchronize, LRU reclaim then flush, a retry after each; `how`: what was tried
-    bool                reclaim(class ladder & l, struct attempt & a, const char ** how);
-    void                keep_within_headroom(size_t bytes); // before a miss takes `bytes` more
-    bool                release(size_t i);                  // a cached buffer to the driver; false if refused
-    GCP_COLD void       release_over_bound(size_t i) noexcept; // one freed past MAX_CACHED_BUFFERS
+    bool                  reclaim(class ladder & l, struct attempt & a, const char ** how);
+    void                  keep_within_headroom(size_t bytes);    // before a miss takes `bytes` more
+    bool                  release(size_t i);                     // a cached buffer to the driver; false if refused
+    GCP_COLD void         release_over_bound(size_t i) noexcept; // one freed past MAX_CACHED_BUFFERS
     // unpinned cached buffers (growth: growth buffers too), least recently used first, until `target` bytes went back
-    size_t              release_oldest(size_t target, bool growth);
+    size_t                release_oldest(size_t target, bool growth);
 
     // An outgrown buffer's stamp counts up from 0, the others' from FIRST_USE: outgrown ones go back first
     static constexpr uint64_t FIRST_USE = uint64_t(1) << 62;
@@ -98,9 +97,9 @@ class pool_legacy final : public pool {
     // what a hit reads and writes, on a line of its own
     struct hit_fields {
         std::vector<buffer, line_aligned_allocator<buffer>> buffers; // ascending sizes, cached and out alike
-        uint64_t clock      = FIRST_USE;
-        size_t   last_taken = 0; // where the last hit's buffer was: ggml frees it first
-        size_t   ordinary   = 0; // buffers cached for any request
+        uint64_t                                            clock = FIRST_USE;
+        size_t last_taken = 0; // where the last hit's buffer was: ggml frees it first
+        size_t ordinary   = 0; // buffers cached for any request
     };
     static_assert(sizeof(hit_fields) <= CACHE_LINE, "a hit reads one line of the kind");
     alignas(CACHE_LINE) hit_fields hit_;

@@ -8,7 +8,7 @@ namespace gcp {
 
 class observed_flag {
   public:
-    observed_flag();  // takes the switch's setting, and follows it while alive
+    observed_flag(); // takes the switch's setting, and follows it while alive
     ~observed_flag();
     observed_flag(const observed_flag &)             = delete;
     observed_flag & operator=(const observed_flag &) = delete;

@@ -8,12 +8,6 @@
 
 namespace gcp {
 
-namespace {
-
-constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
-
-} // namespace
-
 size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
     if (headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
         return SIZE_MAX;
@@ -27,13 +21,7 @@ pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
     stream_(stream),
     drv_(drv) {
     hot_.kind = kind;
-}
-
-const char * pool::name() const {
-    if (name_[0] == '\0') {
-        format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
-    }
-    return name_;
+    format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
 }
 
 ggml_cpool_stats pool::stats() const {
@@ -120,6 +108,14 @@ status pool::synchronize() {
     return stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
 }
 
+status pool::trim() {
+    if (capturing()) {
+        log_capture_refusal("trim refused");
+        return UNSUPPORTED;
+    }
+    return do_trim();
+}
+
 status pool::set_stream(stream_t stream) {
     if (stream == stream_) {
         return OK;
@@ -141,8 +137,9 @@ status pool::set_stream(stream_t stream) {
 }
 
 void pool::say(ggml_cpool_log_level level, const char * fmt, ...) const {
-    char    text[LOG_DETAIL_BYTES];
-    va_list args;
+    constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
+    char             text[LOG_DETAIL_BYTES];
+    va_list          args;
     va_start(args, fmt);
     vsnprintf(text, sizeof(text), fmt, args);
     va_end(args);
@@ -153,6 +150,14 @@ void pool::log_capture_refusal(const char * what) const {
     GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
                  "(allocate before capturing, as a warm-up run does)",
                  name(), what);
+}
+
+status pool::fell_back(status st, size_t refused, size_t size, const size_t * actual) const {
+    if (st == OK) {
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                      to_mib(refused), to_mib(*actual), to_mib(size));
+    }
+    return st;
 }
 
 void pool::on_driver_alloc(size_t bytes) {

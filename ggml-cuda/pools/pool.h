@@ -35,18 +35,19 @@ class alignas(CACHE_LINE) pool {
   public:
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
     pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream);
-    virtual ~pool() = default;
+    virtual ~pool()                = default;
     pool(const pool &)             = delete;
     pool & operator=(const pool &) = delete;
 
     // actual >= size; OVERALLOCATE asks for 2x headroom, never beyond `limit` (0: no bound). Kind:
     // the pool's class where the caller knows it (the C API), whose calls then need no virtual call
-    template <class Kind = pool> status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
+    template <class Kind = pool>
+    status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
     // actual must be the size alloc returned
     template <class Kind = pool> status free(void * ptr, size_t actual);
-    // returns what is cached to the driver
-    virtual status trim() = 0;
 
+    // returns what is cached to the driver; UNSUPPORTED while the stream captures
+    status           trim();
     ggml_cpool_stats stats() const;
     // device memory the pool holds for itself (kept whole when the pool is quarantined)
     virtual size_t   held_bytes() const { return stats_.reserved_bytes; }
@@ -70,7 +71,7 @@ class alignas(CACHE_LINE) pool {
     bool            has_pins() const { return !pins_.empty(); }
     ggml_cpool_kind kind() const { return hot_.kind; }
     int             device() const { return device_; }
-    const char *    name() const; // "CUDA pool[0]" or "HIP pool[1]", the prefix of its log lines
+    const char *    name() const { return name_; } // "CUDA pool[0]" or "HIP pool[1]", the prefix of its log lines
 
   protected:
     friend class ladder;
@@ -78,9 +79,11 @@ class alignas(CACHE_LINE) pool {
 
     // A kind's own calls. do_alloc: a valid request (size > 0, at most MAX_REQUEST), *actual >=
     // size on OK; it calls asking() before it asks the driver for memory. do_free: frees ptr when
-    // live at exactly `actual` bytes, never allocating; false, with nothing freed, otherwise
+    // live at exactly `actual` bytes, never allocating; false, with nothing freed, otherwise.
+    // do_trim: trim outside a capture
     virtual status                do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
     virtual bool                  do_free(void * ptr, size_t actual) noexcept               = 0;
+    virtual status                do_trim()                                                 = 0;
     virtual std::optional<size_t> live_size(const void * ptr) const                         = 0;
     virtual bool                  any_live(void ** ptr, size_t * size) const                = 0; // one live buffer
     virtual size_t                cached_bytes() const                                      = 0;
@@ -88,23 +91,24 @@ class alignas(CACHE_LINE) pool {
     virtual void                  on_stream_change() {} // what is queued for the old stream goes there first
 
     // the allocation under way asks the driver for memory: a miss
-    void        asking() { hot_.flags |= ASKED; }
+    void          asking() { hot_.flags |= ASKED; }
+    // returns st; where OK, the line of a request of `size` served at *actual bytes, after `refused` were
+    status        fell_back(status st, size_t refused, size_t size, const size_t * actual) const;
     // the bytes a miss takes for a request, rounded up to `rounding`: twice a growing one
     // (OVERALLOCATE), but no more than its limit; any other with `ahead` bytes more
     static size_t miss_bytes(const request & r, size_t ahead, size_t rounding);
     // the driver memory this pool holds moved: keep reserved/peak/counters/generation exact
-    void        on_driver_alloc(size_t bytes);
-    void        on_driver_free(size_t bytes) { on_addresses_gone(), on_released(bytes); }
+    void          on_driver_alloc(size_t bytes);
+    void          on_driver_free(size_t bytes) { on_addresses_gone(), on_released(bytes); }
     // addresses the pool handed out no longer reach memory: a graph using them must be recaptured
-    void        on_addresses_gone() { stats_.generation++; }
-    void        on_released(size_t bytes); // bytes the driver took back
-    void        free_live();               // at destruction: what the owner forgot, with one line
-    bool        pinned(const void * ptr) const { return pins_.holds(ptr); }
-    uintptr_t   pinned_top() const { return pins_.top(); }
-    bool        capturing() const { return capture_state::asked(drv_, device_, stream_); }
-    bool        capturing_as_declared() const { return hot_.capture.as_declared(drv_, device_, stream_); }
-    void        log_capture_refusal(const char * what) const; // e.g. "trim refused"
-    void        say(ggml_cpool_log_level level, const char * fmt, ...) const GCP_PRINTF(3, 4);
+    void          on_addresses_gone() { stats_.generation++; }
+    void          on_released(size_t bytes); // bytes the driver took back
+    void          free_live();               // at destruction: what the owner forgot, with one line
+    bool          pinned(const void * ptr) const { return pins_.holds(ptr); }
+    uintptr_t     pinned_top() const { return pins_.top(); }
+    bool          capturing() const { return capture_state::asked(drv_, device_, stream_); }
+    bool          capturing_as_declared() const { return hot_.capture.as_declared(drv_, device_, stream_); }
+    void          say(ggml_cpool_log_level level, const char * fmt, ...) const GCP_PRINTF(3, 4);
 
     static constexpr uint8_t PINNING = 1; // a graph is open in pins_
     static constexpr uint8_t ASKED   = 2; // the allocation under way asked the driver for memory
@@ -133,10 +137,11 @@ class alignas(CACHE_LINE) pool {
     GCP_COLD status settle(status st, void ** ptr, size_t * actual);
     GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
     GCP_COLD status reject_free(const void * ptr, size_t actual) const;
+    void            log_capture_refusal(const char * what) const; // e.g. "trim refused"
 
-    uint32_t     wait_ms_ = 0;
-    pins         pins_;
-    mutable char name_[32] = {};
+    uint32_t wait_ms_ = 0;
+    pins     pins_;
+    char     name_[32] = {};
 };
 
 template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {

@@ -13,11 +13,7 @@ bool ladder::fall_back(const request & r, size_t ahead, size_t rounding) {
     for (size_t next : { more, alone }) {
         if (next < a_.bytes) {
             a_.bytes = next;
-            if (ask() && a_.st == OK) {
-                GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB",
-                              p_.name(), to_mib(refused), to_mib(next), to_mib(r.size));
-            }
-            if (a_.st != OUT_OF_MEMORY) {
+            if (a_.ends(p_.fell_back(ask_(p_, a_), refused, r.size, &next))) {
                 return true;
             }
         }
@@ -51,7 +47,7 @@ bool ladder::wait() {
     }
     const size_t want  = a_.bytes;
     const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
-    size_t       free  = 0;
+    size_t       free = 0;
     if (p_.drv_.free_memory(p_.device_, &free) == OK) {
         GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(want),
                      p_.wait_ms_, to_mib(free));
@@ -77,10 +73,11 @@ bool ladder::wait() {
     return ended;
 }
 
-void ladder::log_capture_refusal() const {
+bool ladder::refused_in_capture() const {
     GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
                  "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
                  p_.name(), to_mib(a_.bytes));
+    return false;
 }
 
 } // namespace gcp

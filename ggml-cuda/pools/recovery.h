@@ -54,8 +54,8 @@ class ladder {
     bool fall_back(const request & r, size_t ahead, size_t rounding);
     bool retry_transient();
     bool wait();
-    // the line of a climb a capture ended for want of memory
-    void log_capture_refusal() const;
+    // a capture's last rung: the line of a climb that ended there for want of memory; false
+    bool refused_in_capture() const;
 
   private:
     pool &    p_;

@@ -10,9 +10,8 @@ namespace gcp {
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t range_size, bool peer_access) :
     pool(drv, device, GGML_CPOOL_KIND_VMM, stream),
     peer_access_(peer_access),
-    granularity_(drv.vmm_granularity(device)) {
-    range_size_ = round_up(std::min(range_size, MAX_REQUEST), granularity_);
-}
+    granularity_(drv.vmm_granularity(device)),
+    range_size_(round_up(std::min(range_size, MAX_REQUEST), granularity_)) {}
 
 pool_vmm::~pool_vmm() {
     free_live();
@@ -49,26 +48,6 @@ void pool_vmm::list_top() noexcept {
         s_.blocks.push_back({ s_.used - s_.top_size, s_.top_size, false });
         s_.top_size = 0;
     }
-}
-
-status pool_vmm::reserve_range() {
-    status st = drv_.vmm_reserve(device_, range_size_, &s_.base);
-    if (st != OK) {
-        s_.base = 0;
-        say(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
-            ggml_cpool_status_str(st));
-    }
-    return st;
-}
-
-status pool_vmm::grant_access(uintptr_t addr, size_t size) {
-    status st = drv_.vmm_access(device_, addr, size, device_);
-    for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
-        if (drv_.can_access_peer(device_, peer)) {
-            st = drv_.vmm_access(device_, addr, size, peer);
-        }
-    }
-    return st;
 }
 
 bool pool_vmm::release_orphans() {
@@ -111,13 +90,18 @@ status pool_vmm::grow(size_t bytes) {
         what = "mapping";
         st   = drv_.vmm_map(device_, s_.base + offset, size, handle);
         if (st == OK) {
-            what = "granting access to";
-            st   = grant_access(s_.base + offset, size);
+            what = "granting access to"; // this device, and peers when asked
+            st   = drv_.vmm_access(device_, s_.base + offset, size, device_);
+            for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
+                if (drv_.can_access_peer(device_, peer)) {
+                    st = drv_.vmm_access(device_, s_.base + offset, size, peer);
+                }
+            }
             if (st != OK) {
-                orphans_.push_back({ offset, size, handle, true, false });
+                orphans_.push_back({ { offset, size, handle }, true, false });
             }
         } else {
-            orphans_.push_back({ offset, size, handle, false, false });
+            orphans_.push_back({ { offset, size, handle }, false, false });
         }
     }
     if (st != OK) {
@@ -146,7 +130,7 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
         s_.holes--;
         return true;
     }
-    // the rest of the hole stays one (within the room take made: cannot throw)
+    // the rest of the hole stays one (within the room alloc_beyond_top made: cannot throw)
     const block taken{ best->offset, bytes, false };
     best->offset += bytes;
     best->size -= bytes;
@@ -173,21 +157,17 @@ status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, 
         return OK;
     }
     if (s_.base == 0) {
-        status st = reserve_range();
+        status st = drv_.vmm_reserve(device_, range_size_, &s_.base);
         if (st != OK) {
+            s_.base = 0;
+            say(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
+                ggml_cpool_status_str(st));
             return st;
         }
     }
     // a growing request whose doubling is refused takes its own size, before the retries that only wait
     const bool doubled = round_up(r.size, ALIGNMENT) < bytes;
-    const auto alone   = [&] {
-        status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
-        if (st == OK) {
-            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
-        }
-        return st;
-    };
+    const auto alone = [&] { return fell_back(do_alloc(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual); };
     if (bytes > range_size_ - s_.used) {
         if (doubled) {
             return alone();
@@ -203,10 +183,9 @@ status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, 
         if (!l.ask() && doubled) {
             return alone();
         }
-        const bool capture = a.st == OUT_OF_MEMORY && capturing();
-        if (capture && !l.wait()) {
-            l.log_capture_refusal();
-        } else if (!capture && a.st == OUT_OF_MEMORY && !(reclaim(l, a) || l.retry_transient() || l.wait())) {
+        if (a.st == OUT_OF_MEMORY && capturing()) {
+            l.wait() || l.refused_in_capture();
+        } else if (a.st == OUT_OF_MEMORY && !(reclaim(l, a) || l.retry_transient() || l.wait())) {
             GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
                          "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
                          name(), to_mib(bytes), to_mib(a.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
@@ -287,33 +266,7 @@ bool pool_vmm::any_live(void ** ptr, size_t * size) const {
     return true;
 }
 
-bool pool_vmm::unmap_last_chunk() {
-    chunk  c  = chunks_.back();
-    status st = drv_.vmm_unmap(device_, s_.base + c.offset, c.size);
-    if (st != OK) {
-        say(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
-            ggml_cpool_status_str(st));
-        return false;
-    }
-    chunks_.pop_back();
-    s_.mapped -= c.size;
-    on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
-    if (drv_.vmm_release(device_, c.handle) != OK) {
-        // still the driver's memory held for this pool: reserved until the retry releases it
-        say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
-        orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
-        held_ += c.size;
-        return true;
-    }
-    on_released(c.size);
-    return true;
-}
-
-status pool_vmm::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
+status pool_vmm::do_trim() {
     // nothing a captured graph still uses is unmapped, even below the stack top
     uintptr_t top = pinned_top();
     return unmap_above(std::max(s_.used, top > s_.base ? size_t(top - s_.base) : size_t(0)));
@@ -322,8 +275,23 @@ status pool_vmm::trim() {
 status pool_vmm::unmap_above(size_t floor) {
     release_orphans();
     while (!chunks_.empty() && chunks_.back().offset >= floor) {
-        if (!unmap_last_chunk()) {
+        const chunk c  = chunks_.back();
+        status      st = drv_.vmm_unmap(device_, s_.base + c.offset, c.size);
+        if (st != OK) {
+            say(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
+                ggml_cpool_status_str(st));
             return DRIVER_ERROR;
+        }
+        chunks_.pop_back();
+        s_.mapped -= c.size;
+        on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
+        if (drv_.vmm_release(device_, c.handle) != OK) {
+            // still the driver's memory held for this pool: reserved until the retry releases it
+            say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
+            orphans_.push_back({ c, false, true }); // within the room grow made
+            held_ += c.size;
+        } else {
+            on_released(c.size);
         }
     }
     return orphans_.empty() ? OK : DRIVER_ERROR;

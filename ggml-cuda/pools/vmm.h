@@ -21,13 +21,12 @@ class pool_vmm final : public pool {
     pool_vmm(driver & drv, int device, stream_t stream, size_t range_size, bool peer_access);
     ~pool_vmm() override;
 
-    // unmaps the physical chunks wholly above the stack top
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
     status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
     bool                  do_free(void * ptr, size_t actual) noexcept final;
+    // unmaps the physical chunks wholly above the stack top
+    status                do_trim() override;
     std::optional<size_t> live_size(const void * ptr) const override;
     bool                  any_live(void ** ptr, size_t * size) const override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
@@ -46,12 +45,9 @@ class pool_vmm final : public pool {
     };
     // physical memory the driver would not take back yet, retried at growth, trim and destruction;
     // grow keeps room for every chunk to become one, so unmapping needs no host memory
-    struct orphan {
-        size_t     offset;
-        size_t     size;
-        vmm_handle handle;
-        bool       mapped;
-        bool       counted; // counted in reserved_bytes (it was a chunk): counted out once released
+    struct orphan : chunk {
+        bool mapped;
+        bool counted; // counted in reserved_bytes (it was a chunk): counted out once released
     };
 
     // a block of `bytes` on the top, within the mapped memory (may throw: nothing changed)
@@ -64,16 +60,13 @@ class pool_vmm final : public pool {
     GCP_NOINLINE bool            free_block(void * ptr, size_t actual) noexcept;
     // the top block goes into the list, within the room push kept
     void                         list_top() noexcept;
-    // the live block at ptr, in the list (blocks_.end(): none)
+    // the live block at ptr, in the list (s_.blocks.end(): none)
     std::vector<block>::iterator live_block(const void * ptr);
-    status                       reserve_range();
     status                       grow(size_t bytes); // map at least bytes more
     // the smallest hole of at least `bytes`, split when larger; false when none holds it
     bool                         take_hole(size_t bytes, void ** ptr);
-    bool                         unmap_last_chunk();
-    status                       unmap_above(size_t floor);                 // every chunk wholly above the offset
-    bool                         release_orphans();                         // true when none is left mapped
-    status                       grant_access(uintptr_t addr, size_t size); // this device, and peers when asked
+    status                       unmap_above(size_t floor); // every chunk wholly above the offset
+    bool                         release_orphans();         // true when none is left mapped
 
     // what a hit reads, on a line of its own
     struct stack {
@@ -89,9 +82,9 @@ class pool_vmm final : public pool {
     static_assert(sizeof(stack) <= CACHE_LINE, "a hit reads one line of the kind");
     alignas(CACHE_LINE) stack s_;
 
-    size_t              range_size_ = 0;
     bool                peer_access_;
     size_t              granularity_;
+    size_t              range_size_;
     size_t              held_ = 0; // bytes of counted orphans
     std::vector<chunk>  chunks_;
     std::vector<orphan> orphans_;
