@@ -72,21 +72,20 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     asking();
-    attempt a{ bytes, ptr };
-    ladder  l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
         return static_cast<pool_async &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
     if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
         return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);
     }
-    if (a.st == OUT_OF_MEMORY) {
+    if (l.st == OUT_OF_MEMORY) {
         l.wait(); // no synchronize or trim is legal here to make room; a wait is
     }
-    if (a.st != OK) {
+    if (l.st != OK) {
         say(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
-            ggml_cpool_status_str(a.st));
-        return a.st;
+            ggml_cpool_status_str(l.st));
+        return l.st;
     }
     capture_out_.push_back(*ptr);
     capture_bytes_ += bytes;
@@ -153,45 +152,44 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
     }
     keep_within_headroom(bytes);
     asking();
-    attempt a{ bytes, ptr };
-    ladder  l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
         auto & self = static_cast<pool_async &>(p);
         return self.drv_.malloc_async(p.device(), at.bytes, self.stream_, at.ptr);
     });
     if (!l.ask() && capturing()) {
         l.fall_back(r, 0, ALIGNMENT) || l.wait() || l.refused_in_capture();
-    } else if (a.st == OUT_OF_MEMORY &&
-               !(reclaim(l, a) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
+    } else if (l.st == OUT_OF_MEMORY &&
+               !(reclaim(l) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
         say(GGML_CPOOL_LOG_WARN,
             "async alloc of %.2f MiB failed: out of memory, also after trimming the stream-ordered pool and %d "
             "retries after a pause",
-            to_mib(a.bytes), TRANSIENT_RETRIES);
-    } else if (a.st != OK) {
-        say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
+            to_mib(l.bytes), TRANSIENT_RETRIES);
+    } else if (l.st != OK) {
+        say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(l.bytes), ggml_cpool_status_str(l.st));
     }
-    if (a.st != OK) {
+    if (l.st != OK) {
         read_usage();
-        return a.st;
+        return l.st;
     }
-    if (read_usage(a.bytes)) {
+    if (read_usage(l.bytes)) {
         // it grew where the unused memory looked enough (fragmented): what is beyond the headroom goes back
-        trim_to(headroom_budget(pool_peak_used_, headroom_pct_), a.bytes);
+        trim_to(headroom_budget(pool_peak_used_, headroom_pct_), l.bytes);
     }
-    *actual = a.bytes;
+    *actual = l.bytes;
     return OK;
 }
 
-bool pool_async::reclaim(ladder & l, attempt & a) {
+bool pool_async::reclaim(ladder & l) {
     // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
     say(GGML_CPOOL_LOG_DEBUG, "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
-        to_mib(a.bytes));
+        to_mib(l.bytes));
     flush_reuse();
     status st = synchronize();
     if (st == OK) {
         st = drv_.pool_trim(device_, 0);
     }
     if (st != OK) {
-        return a.ends(st);
+        return l.ends(st);
     }
     stats_.flushes++;
     return l.ask();

@@ -55,7 +55,7 @@ class pool_async final : public pool {
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
     status                             alloc_stream_ordered(const request & r, void ** ptr, size_t * actual);
     // the ladder's reclaim rung: the reuse cache and the device pool's unused memory go back, one retry
-    bool                               reclaim(class ladder & l, struct attempt & a);
+    bool                               reclaim(class ladder & l);
     // an allocation while the stream captures: the capture cache's best fit, else a buffer of its own
     status                             alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver

@@ -76,39 +76,38 @@ size_t pool_legacy::look_ahead(size_t n) const {
 
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     const size_t ahead = look_ahead(r.size);
-    attempt      a{ miss_bytes(r, ahead, ROUNDING), ptr };
     ensure_capacity(hit_.buffers, end() + 1); // its record's, before anything is taken (may throw)
-    keep_within_headroom(a.bytes);
-    asking();
-    ladder l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, miss_bytes(r, ahead, ROUNDING), ptr, [](pool & p, ladder & at) {
         return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
+    keep_within_headroom(l.bytes);
+    asking();
     if (!l.ask() && !r.growing() && take(r, use::growth, ptr, actual)) {
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growth buffer instead", name(),
-                      to_mib(a.bytes), to_mib(*actual));
+                      to_mib(l.bytes), to_mib(*actual));
         return OK; // it serves rather than going back in the reclaim that would follow
     }
-    if (a.st == OUT_OF_MEMORY && capturing()) {
+    if (l.st == OUT_OF_MEMORY && capturing()) {
         l.fall_back(r, ahead, ROUNDING) || l.wait() || l.refused_in_capture();
-    } else if (a.st == OUT_OF_MEMORY) {
+    } else if (l.st == OUT_OF_MEMORY) {
         const char * how = nullptr; // what reclaim tried; none where the synchronize's line said why
-        reclaim(l, a, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
-        if (a.st != OK && how != nullptr) {
+        reclaim(l, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
+        if (l.st != OK && how != nullptr) {
             say(GGML_CPOOL_LOG_WARN,
                 "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                to_mib(a.bytes), how, to_mib(hot_.live_bytes), TRANSIENT_RETRIES);
+                to_mib(l.bytes), how, to_mib(hot_.live_bytes), TRANSIENT_RETRIES);
         }
-    } else if (a.st != OK) {
-        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
+    } else if (l.st != OK) {
+        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(l.bytes), ggml_cpool_status_str(l.st));
     }
-    if (a.st != OK) {
-        return a.st;
+    if (l.st != OK) {
+        return l.st;
     }
-    on_driver_alloc(a.bytes);
-    auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), a.bytes, by_size);
+    on_driver_alloc(l.bytes);
+    auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), l.bytes, by_size);
     // within the room made
-    hit_.buffers.insert(at, { a.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out });
-    *actual = a.bytes;
+    hit_.buffers.insert(at, { l.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out });
+    *actual = l.bytes;
     return OK;
 }
 
@@ -134,18 +133,18 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
+bool pool_legacy::reclaim(ladder & l, const char ** how) {
     // queued kernels may still use cached buffers, and other streams' frees land; the stream, since a
     // device-wide synchronize would break another context's capture
     status st = synchronize();
     if (st != OK) {
         say(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed", ggml_cpool_status_str(st));
-        return a.ends(st);
+        return l.ends(st);
     }
     // a retry once `freed` bytes went back by `verb`; the flush, or the caller, says what follows
     auto retried = [&](const char * verb, size_t freed) {
         const bool ended = l.ask();
-        if (a.st == OK) {
+        if (l.st == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded after %s %.2f MiB", name(), verb, to_mib(freed));
         }
         return ended;
@@ -153,14 +152,14 @@ bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
     if (cached() == 0) {
         // nothing to free: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(a.bytes), to_mib(hot_.live_bytes));
+                      to_mib(l.bytes), to_mib(hot_.live_bytes));
         *how = "out of memory with nothing cached";
         return retried("freeing", 0);
     }
     if (opt_.lru) {
-        const size_t target = RECLAIM_FACTOR * a.bytes;
+        const size_t target = RECLAIM_FACTOR * l.bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
-                      name(), to_mib(a.bytes), to_mib(target), to_mib(cached_bytes()));
+                      name(), to_mib(l.bytes), to_mib(target), to_mib(cached_bytes()));
         const size_t freed = release_oldest(target, true);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
@@ -173,7 +172,7 @@ bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
         }
     }
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(),
-                  to_mib(a.bytes), to_mib(cached_bytes()));
+                  to_mib(l.bytes), to_mib(cached_bytes()));
     const size_t freed = release_oldest(SIZE_MAX, true);
     stats_.flushes++;
     *how = "out of memory after freeing everything cached";

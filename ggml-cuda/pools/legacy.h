@@ -84,7 +84,7 @@ class pool_legacy final : public pool {
     // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
     size_t                look_ahead(size_t n) const;
     // the ladder's reclaim rungs: synchronize, LRU reclaim then flush, a retry after each; `how`: what was tried
-    bool                  reclaim(class ladder & l, struct attempt & a, const char ** how);
+    bool                  reclaim(class ladder & l, const char ** how);
     void                  keep_within_headroom(size_t bytes);    // before a miss takes `bytes` more
     bool                  release(size_t i);                     // a cached buffer to the driver; false if refused
     GCP_COLD void         release_over_bound(size_t i) noexcept; // one freed past MAX_CACHED_BUFFERS

@@ -1,13 +1,12 @@
 #pragma once
 // What every pool kind shares: the argument checks and exact statistics, the stream with its
-// capture state (capture.h), the pins of CUDA graphs (pins.h). A hit is an allocation served
+// capture state, the pins of CUDA graphs (pins.h). A hit is an allocation served
 // without asking the driver for memory; any other, served after the driver was asked (refused or
 // not), is a miss. Each kind keeps the record of its live buffers, so a bad free is a status; a
 // free never allocates. The out-of-memory ladder is each kind's own chain of rungs (recovery.h).
 
 #include "../drivers/driver.h"
 #include "../support/log.h"
-#include "capture.h"
 #include "observed.h"
 #include "pins.h"
 
@@ -62,7 +61,8 @@ class alignas(CACHE_LINE) pool {
     void            detach_stream() { stream_ = nullptr; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
     status          synchronize();
-    void            declare_capture(int capturing) { hot_.capture.declare(capturing); }
+    // 1 capturing, 0 not, -1: ask the driver
+    void            declare_capture(int capturing) { hot_.declared = int8_t(capturing < 0 ? -1 : capturing != 0); }
     // how long a refused allocation waits for memory to come back (recovery.h)
     void            set_wait_ms(uint32_t ms) { wait_ms_ = ms; }
     // buffers handed out from pin_begin(graph) to pin_begin(0) are the graph's until pin_release
@@ -106,8 +106,11 @@ class alignas(CACHE_LINE) pool {
     void          free_live();               // at destruction: what the owner forgot, with one line
     bool          pinned(const void * ptr) const { return pins_.holds(ptr); }
     uintptr_t     pinned_top() const { return pins_.top(); }
-    bool          capturing() const { return capture_state::asked(drv_, device_, stream_); }
-    bool          capturing_as_declared() const { return hot_.capture.as_declared(drv_, device_, stream_); }
+    // whether the stream captures a graph, where synchronize and free are illegal, as the driver says:
+    // unknown is the worst case, since an illegal call would break a capture
+    bool          capturing() const;
+    // the consumer's word where it gave one, sparing the driver's query on a hit path
+    bool          capturing_as_declared() const { return hot_.declared >= 0 ? hot_.declared != 0 : capturing(); }
     void          say(ggml_cpool_log_level level, const char * fmt, ...) const GCP_PRINTF(3, 4);
 
     static constexpr uint8_t PINNING = 1; // a graph is open in pins_
@@ -117,8 +120,8 @@ class alignas(CACHE_LINE) pool {
     // engine's kernel launches evict the pool, and each line a call touches is a miss
     struct hot_fields {
         ggml_cpool_kind kind;
-        uint8_t         flags = 0;
-        capture_state   capture;
+        uint8_t         flags    = 0;
+        int8_t          declared = -1; // the consumer's declare_capture
         observed_flag   observed;
         size_t          live_bytes      = 0;
         size_t          peak_live_bytes = 0;
@@ -165,6 +168,11 @@ template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** pt
     hot_.live_bytes += *actual;
     hot_.peak_live_bytes = std::max(hot_.peak_live_bytes, hot_.live_bytes);
     return OK;
+}
+
+inline bool pool::capturing() const {
+    bool active = false;
+    return stream_ != nullptr && (drv_.stream_capturing(device_, stream_, &active) != OK || active);
 }
 
 template <class Kind> status pool::free(void * ptr, size_t actual) {

@@ -9,11 +9,11 @@ namespace gcp {
 using clock = std::chrono::steady_clock;
 
 bool ladder::fall_back(const request & r, size_t ahead, size_t rounding) {
-    const size_t refused = a_.bytes, more = round_up(r.size + ahead, rounding), alone = round_up(r.size, rounding);
+    const size_t refused = bytes, more = round_up(r.size + ahead, rounding), alone = round_up(r.size, rounding);
     for (size_t next : { more, alone }) {
-        if (next < a_.bytes) {
-            a_.bytes = next;
-            if (a_.ends(p_.fell_back(ask_(p_, a_), refused, r.size, &next))) {
+        if (next < bytes) {
+            bytes = next;
+            if (ends(p_.fell_back(ask_(p_, *this), refused, r.size, &next))) {
                 return true;
             }
         }
@@ -31,7 +31,7 @@ bool ladder::retry_transient() {
             return false; // the report says which allocation failed
         }
         if (ask()) {
-            if (a_.st == OK) {
+            if (st == OK) {
                 GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", p_.name(), i,
                               TRANSIENT_RETRIES);
             }
@@ -45,7 +45,7 @@ bool ladder::wait() {
     if (p_.wait_ms_ == 0) {
         return false;
     }
-    const size_t want  = a_.bytes;
+    const size_t want  = bytes;
     const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
     size_t       free = 0;
     if (p_.drv_.free_memory(p_.device_, &free) == OK) {
@@ -67,16 +67,16 @@ bool ladder::wait() {
     }
     const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();
     p_.stats_.wait_ns += uint64_t(waited);
-    p_.stats_.waits_served += a_.st == OK;
+    p_.stats_.waits_served += st == OK;
     GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(want),
-                 a_.st == OK ? "served" : "still refused", (long long) (waited / 1000000));
+                 st == OK ? "served" : "still refused", (long long) (waited / 1000000));
     return ended;
 }
 
 bool ladder::refused_in_capture() const {
     GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
                  "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
-                 p_.name(), to_mib(a_.bytes));
+                 p_.name(), to_mib(bytes));
     return false;
 }
 

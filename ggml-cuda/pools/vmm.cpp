@@ -138,14 +138,14 @@ bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
     return true;
 }
 
-bool pool_vmm::reclaim(ladder & l, attempt & a) {
+bool pool_vmm::reclaim(ladder & l) {
     // one retry once the stream's work, and other streams' frees, landed
-    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(a.bytes));
+    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(l.bytes));
     if (synchronize() != OK) {
         return false; // the failed growth is what the report says
     }
     const bool ended = l.ask();
-    GCP_LOG_DEBUG("%s: retry %s", name(), a.st == OK ? "succeeded" : "failed");
+    GCP_LOG_DEBUG("%s: retry %s", name(), l.st == OK ? "succeeded" : "failed");
     return ended;
 }
 
@@ -178,21 +178,21 @@ status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, 
     }
     if (s_.used + bytes > s_.mapped) {
         asking();
-        attempt a{ round_up(s_.used + bytes - s_.mapped, granularity_), nullptr };
-        ladder  l(*this, a, [](pool & p, attempt & at) { return static_cast<pool_vmm &>(p).grow(at.bytes); });
+        ladder l(*this, round_up(s_.used + bytes - s_.mapped, granularity_), nullptr,
+                 [](pool & p, ladder & at) { return static_cast<pool_vmm &>(p).grow(at.bytes); });
         if (!l.ask() && doubled) {
             return alone();
         }
-        if (a.st == OUT_OF_MEMORY && capturing()) {
+        if (l.st == OUT_OF_MEMORY && capturing()) {
             l.wait() || l.refused_in_capture();
-        } else if (a.st == OUT_OF_MEMORY && !(reclaim(l, a) || l.retry_transient() || l.wait())) {
+        } else if (l.st == OUT_OF_MEMORY && !(reclaim(l) || l.retry_transient() || l.wait())) {
             GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
                          "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                         name(), to_mib(bytes), to_mib(a.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
+                         name(), to_mib(bytes), to_mib(l.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
                          TRANSIENT_RETRIES);
         }
-        if (a.st != OK) {
-            return a.st; // a failure other than a refusal: grow's line said why
+        if (l.st != OK) {
+            return l.st; // a failure other than a refusal: grow's line said why
         }
     }
     push(bytes, ptr, actual);

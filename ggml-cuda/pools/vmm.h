@@ -55,7 +55,7 @@ class pool_vmm final : public pool {
     // a request the mapped top cannot serve at once: a hole, a growth, the first range
     GCP_NOINLINE status          alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual);
     // the ladder's reclaim rung: nothing is cached, so one retry after a synchronize
-    bool                         reclaim(class ladder & l, struct attempt & a);
+    bool                         reclaim(class ladder & l);
     // a free of any block but the top one
     GCP_NOINLINE bool            free_block(void * ptr, size_t actual) noexcept;
     // the top block goes into the list, within the room push kept
