@@ -79,9 +79,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
         return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);
     }
-    if (l.st == OUT_OF_MEMORY) {
-        l.wait(); // no synchronize or trim is legal here to make room; a wait is
-    }
+    l.st != OUT_OF_MEMORY || l.wait(); // no synchronize or trim is legal here to make room; a wait is
     if (l.st != OK) {
         say(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
             ggml_cpool_status_str(l.st));
@@ -140,17 +138,21 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
     }
     // a buffer from the device: room first for every buffer to be held back, which only these add to
     ensure_capacity(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
-    if (!deferred_.empty()) {
-        drain(); // what a capture held back goes first
-    }
-    if (!reuse_.empty() && would_grow(bytes)) {
+    drain(); // what a capture held back goes first
+    if (reuse_.bytes() != 0 && pool_used_ + bytes > pool_reserved_) {
         read_usage(); // the last read may be stale: other contexts' calls move the device pool too
-        if (would_grow(bytes)) {
+        if (pool_used_ + bytes > pool_reserved_) {
             flush_reuse(); // what the cache holds may serve this instead
             read_usage();
         }
     }
-    keep_within_headroom(bytes);
+    // the device pool holds at most headroom_pct_ above its peak use: before it grows (what it holds
+    // unused cannot serve this), what it would hold beyond goes back
+    const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
+    if (headroom_pct_ != GGML_CPOOL_HEADROOM_UNLIMITED && unused != 0 && unused < bytes) {
+        const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
+        trim_to(budget > bytes ? budget - bytes : 0, 0);
+    }
     asking();
     ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
         auto & self = static_cast<pool_async &>(p);
@@ -193,16 +195,6 @@ bool pool_async::reclaim(ladder & l) {
     }
     stats_.flushes++;
     return l.ask();
-}
-
-void pool_async::keep_within_headroom(size_t bytes) {
-    const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
-    if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
-        return; // nothing to give back, or what the pool holds may serve it
-    }
-    // it must grow: what it would hold beyond the headroom goes back first
-    const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
-    trim_to(budget > bytes ? budget - bytes : 0, 0);
 }
 
 void pool_async::trim_to(size_t keep, size_t pending) {
@@ -248,15 +240,13 @@ std::vector<held_buffer>::iterator pool_async::find_live(const void * ptr) {
     return it == live_.rend() ? live_.end() : std::prev(it.base());
 }
 
-std::optional<size_t> pool_async::live_size(const void * ptr) const {
-    auto it = const_cast<pool_async *>(this)->find_live(ptr);
-    return it != live_.end() ? std::optional<size_t>(it->size) : std::nullopt;
-}
-
-bool pool_async::any_live(void ** ptr, size_t * size) const {
-    *ptr  = live_.empty() ? nullptr : live_.back().ptr;
-    *size = live_.empty() ? 0 : live_.back().size;
-    return !live_.empty();
+bool pool_async::live_buffer(const void * ptr, held_buffer * out) const {
+    auto it = ptr == nullptr && !live_.empty() ? live_.end() - 1 : const_cast<pool_async *>(this)->find_live(ptr);
+    if (it == live_.end()) {
+        return false;
+    }
+    *out = *it;
+    return true;
 }
 
 void pool_async::free_or_defer(void * ptr, size_t actual) noexcept {

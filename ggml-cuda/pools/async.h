@@ -24,13 +24,12 @@ class pool_async final : public pool {
 
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
-    status                do_trim() override;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
-    size_t                cached_bytes() const override;
-    size_t                held_bytes() const override {
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
+    size_t cached_bytes() const override;
+    size_t held_bytes() const override {
         return hot_.live_bytes + total_size(deferred_) + total_size(capture_cache_) + reuse_.bytes();
     }
 
@@ -40,13 +39,9 @@ class pool_async final : public pool {
     // reads the device pool's reserved memory: growth is a driver allocation, shrinkage memory given
     // back; `pending`: bytes about to become live, which the device pool already holds
     bool read_usage(size_t pending = 0);
-    // the device pool holds at most headroom_pct_ above its peak use: what would be beyond goes back
-    // before an allocation of `bytes` its unused memory cannot serve, and after one that grew it anyway
-    void keep_within_headroom(size_t bytes);
-    // what the device pool holds beyond `keep` goes back (`pending`: as read_usage's)
+    // what the device pool holds beyond `keep` goes back (`pending`: as read_usage's): at most headroom_pct_
+    // above its peak use stays, before a growth its unused memory cannot serve and after one that grew it anyway
     void trim_to(size_t keep, size_t pending);
-    // whether `bytes` more would take the device pool past what it holds, by the last read
-    bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
     void on_unpinned() override { drain(); }
     void on_stream_change() override {
         flush_reuse();

@@ -67,16 +67,14 @@ status pool_legacy::alloc_growing(const request & r, void ** ptr, size_t * actua
     return OK;
 }
 
-size_t pool_legacy::look_ahead(size_t n) const {
-    const auto & buffers = hit_.buffers;
-    const size_t below   = size_t(std::lower_bound(buffers.begin(), buffers.end(), n, by_size) - buffers.begin());
-    const bool   grew    = below > 0 && buffers[below - 1].size + buffers[below - 1].size / LOOK_AHEAD_DIVISOR >= n;
-    return grew ? n / LOOK_AHEAD_DIVISOR : std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX);
-}
-
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
-    const size_t ahead = look_ahead(r.size);
-    ensure_capacity(hit_.buffers, end() + 1); // its record's, before anything is taken (may throw)
+    // beyond the request, so that a slightly larger one next time hits: all of 1/LOOK_AHEAD_DIVISOR
+    // where it outgrew a buffer the pool holds by at most that, else at most LOOK_AHEAD_MAX
+    const auto   below = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), r.size, by_size);
+    const size_t held  = below != hit_.buffers.begin() ? std::prev(below)->size : 0; // the largest smaller buffer
+    const size_t part  = r.size / LOOK_AHEAD_DIVISOR;
+    const size_t ahead = held + held / LOOK_AHEAD_DIVISOR >= r.size ? part : std::min(part, LOOK_AHEAD_MAX);
+    ensure_capacity(hit_.buffers, end() + 1); // room for its record (the insert below), before anything is taken
     ladder l(*this, miss_bytes(r, ahead, ROUNDING), ptr, [](pool & p, ladder & at) {
         return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
@@ -105,7 +103,6 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     }
     on_driver_alloc(l.bytes);
     auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), l.bytes, by_size);
-    // within the room made
     hit_.buffers.insert(at, { l.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out });
     *actual = l.bytes;
     return OK;
@@ -250,18 +247,14 @@ void pool_legacy::release_over_bound(size_t i) noexcept {
     release(i);
 }
 
-std::optional<size_t> pool_legacy::live_size(const void * ptr) const {
+bool pool_legacy::live_buffer(const void * ptr, held_buffer * out) const {
     auto it = std::find_if(hit_.buffers.begin(), hit_.buffers.end(),
-                           [&](const buffer & b) { return b.ptr == ptr && b.state >= use::out; });
-    return it != hit_.buffers.end() ? std::optional<size_t>(it->size) : std::nullopt;
-}
-
-bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    auto it =
-        std::find_if(hit_.buffers.begin(), hit_.buffers.end(), [](const buffer & b) { return b.state >= use::out; });
-    *ptr  = it != hit_.buffers.end() ? it->ptr : nullptr;
-    *size = it != hit_.buffers.end() ? it->size : 0;
-    return it != hit_.buffers.end();
+                           [&](const buffer & b) { return b.state >= use::out && (ptr == nullptr || b.ptr == ptr); });
+    if (it == hit_.buffers.end()) {
+        return false;
+    }
+    *out = { it->ptr, it->size };
+    return true;
 }
 
 status pool_legacy::do_trim() {

@@ -51,12 +51,11 @@ class pool_legacy final : public pool {
 
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
-    status                do_trim() override;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
-    size_t                cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
+    size_t cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
 
   private:
     // the states handed out follow the cached ones
@@ -81,8 +80,6 @@ class pool_legacy final : public pool {
     GCP_INLINE bool       take(const request & r, use from, void ** ptr, size_t * actual);
     GCP_NOINLINE status   alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
     GCP_NOINLINE status   miss(const request & r, void ** ptr, size_t * actual);
-    // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    size_t                look_ahead(size_t n) const;
     // the ladder's reclaim rungs: synchronize, LRU reclaim then flush, a retry after each; `how`: what was tried
     bool                  reclaim(class ladder & l, const char ** how);
     void                  keep_within_headroom(size_t bytes);    // before a miss takes `bytes` more

@@ -81,13 +81,13 @@ status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
 }
 
 status pool::reject_free(const void * ptr, size_t actual) const {
-    const std::optional<size_t> live = live_size(ptr);
-    if (!live) {
+    held_buffer live{};
+    if (ptr == nullptr || !live_buffer(ptr, &live)) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
     } else {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      *live);
+                      live.size);
     }
     return INVALID_ARGUMENT;
 }
@@ -109,19 +109,14 @@ status pool::synchronize() {
 }
 
 status pool::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
-    return do_trim();
+    return refused_in_capture("trim refused") ? UNSUPPORTED : do_trim();
 }
 
 status pool::set_stream(stream_t stream) {
     if (stream == stream_) {
         return OK;
     }
-    if (capturing()) {
-        log_capture_refusal("switching streams refused");
+    if (refused_in_capture("switching streams refused")) {
         return UNSUPPORTED;
     }
     on_stream_change();
@@ -146,10 +141,14 @@ void pool::say(ggml_cpool_log_level level, const char * fmt, ...) const {
     log(level, "%s: %s", name(), text);
 }
 
-void pool::log_capture_refusal(const char * what) const {
+bool pool::refused_in_capture(const char * what) const {
+    if (!capturing()) {
+        return false;
+    }
     GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
                  "(allocate before capturing, as a warm-up run does)",
                  name(), what);
+    return true;
 }
 
 status pool::fell_back(status st, size_t refused, size_t size, const size_t * actual) const {
@@ -176,9 +175,8 @@ void pool::free_live() {
     // what the record holds never fails; the test stops a kind's mistake from looping
     const size_t bytes = hot_.live_bytes;
     size_t       n     = 0;
-    void *       ptr   = nullptr;
-    size_t       size  = 0;
-    while (any_live(&ptr, &size) && free(ptr, size) == OK) {
+    held_buffer  b{};
+    while (live_buffer(nullptr, &b) && free(b.ptr, b.size) == OK) {
         n++;
     }
     if (n != 0) {

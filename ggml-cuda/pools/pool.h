@@ -10,7 +10,6 @@
 #include "observed.h"
 #include "pins.h"
 
-#include <optional>
 #include <type_traits>
 
 namespace gcp {
@@ -18,6 +17,12 @@ namespace gcp {
 // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
 // GGML_CPOOL_HEADROOM_UNLIMITED, or a budget past SIZE_MAX, is SIZE_MAX (no bound)
 size_t headroom_budget(size_t peak, uint32_t headroom_pct);
+
+// a buffer and its size
+struct held_buffer {
+    void * ptr;
+    size_t size;
+};
 
 // what a caller asks for
 struct request {
@@ -61,7 +66,6 @@ class alignas(CACHE_LINE) pool {
     void            detach_stream() { stream_ = nullptr; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
     status          synchronize();
-    // 1 capturing, 0 not, -1: ask the driver
     void            declare_capture(int capturing) { hot_.declared = int8_t(capturing < 0 ? -1 : capturing != 0); }
     // how long a refused allocation waits for memory to come back (recovery.h)
     void            set_wait_ms(uint32_t ms) { wait_ms_ = ms; }
@@ -81,14 +85,14 @@ class alignas(CACHE_LINE) pool {
     // size on OK; it calls asking() before it asks the driver for memory. do_free: frees ptr when
     // live at exactly `actual` bytes, never allocating; false, with nothing freed, otherwise.
     // do_trim: trim outside a capture
-    virtual status                do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
-    virtual bool                  do_free(void * ptr, size_t actual) noexcept               = 0;
-    virtual status                do_trim()                                                 = 0;
-    virtual std::optional<size_t> live_size(const void * ptr) const                         = 0;
-    virtual bool                  any_live(void ** ptr, size_t * size) const                = 0; // one live buffer
-    virtual size_t                cached_bytes() const                                      = 0;
-    virtual void                  on_unpinned() {}      // some buffers lost their last pin
-    virtual void                  on_stream_change() {} // what is queued for the old stream goes there first
+    virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
+    virtual bool   do_free(void * ptr, size_t actual) noexcept               = 0;
+    virtual status do_trim()                                                 = 0;
+    // the live buffer at ptr (nullptr: any one) into *out; false where there is none
+    virtual bool   live_buffer(const void * ptr, held_buffer * out) const = 0;
+    virtual size_t cached_bytes() const                                   = 0;
+    virtual void   on_unpinned() {}      // some buffers lost their last pin
+    virtual void   on_stream_change() {} // what is queued for the old stream goes there first
 
     // the allocation under way asks the driver for memory: a miss
     void          asking() { hot_.flags |= ASKED; }
@@ -106,8 +110,7 @@ class alignas(CACHE_LINE) pool {
     void          free_live();               // at destruction: what the owner forgot, with one line
     bool          pinned(const void * ptr) const { return pins_.holds(ptr); }
     uintptr_t     pinned_top() const { return pins_.top(); }
-    // whether the stream captures a graph, where synchronize and free are illegal, as the driver says:
-    // unknown is the worst case, since an illegal call would break a capture
+    // whether the stream captures a graph, as the driver says (unknown: yes, an illegal call would break it)
     bool          capturing() const;
     // the consumer's word where it gave one, sparing the driver's query on a hit path
     bool          capturing_as_declared() const { return hot_.declared >= 0 ? hot_.declared != 0 : capturing(); }
@@ -121,7 +124,7 @@ class alignas(CACHE_LINE) pool {
     struct hot_fields {
         ggml_cpool_kind kind;
         uint8_t         flags    = 0;
-        int8_t          declared = -1; // the consumer's declare_capture
+        int8_t          declared = -1; // declare_capture's: 1 capturing, 0 not, -1: ask the driver
         observed_flag   observed;
         size_t          live_bytes      = 0;
         size_t          peak_live_bytes = 0;
@@ -140,7 +143,7 @@ class alignas(CACHE_LINE) pool {
     GCP_COLD status settle(status st, void ** ptr, size_t * actual);
     GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
     GCP_COLD status reject_free(const void * ptr, size_t actual) const;
-    void            log_capture_refusal(const char * what) const; // e.g. "trim refused"
+    bool            refused_in_capture(const char * what) const; // while capturing: its line, e.g. "trim refused"
 
     uint32_t wait_ms_ = 0;
     pins     pins_;

@@ -45,14 +45,13 @@ bool ladder::wait() {
     if (p_.wait_ms_ == 0) {
         return false;
     }
-    const size_t want  = bytes;
-    const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
-    size_t       free = 0;
+    const auto start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
+    size_t     free = 0;
     if (p_.drv_.free_memory(p_.device_, &free) == OK) {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(want),
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(bytes),
                      p_.wait_ms_, to_mib(free));
     } else {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", p_.name(), to_mib(want), p_.wait_ms_);
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", p_.name(), to_mib(bytes), p_.wait_ms_);
     }
     p_.stats_.waits++;
     bool ended = false;
@@ -61,14 +60,14 @@ bool ladder::wait() {
         std::this_thread::sleep_for(std::min(pause, end - now));
         pause = std::min<clock::duration>(2 * pause, std::chrono::milliseconds(WAIT_LONGEST_PAUSE_MS));
         // a query the driver cannot answer lets every poll try; a failure other than a refusal ends the wait
-        if (p_.drv_.free_memory(p_.device_, &free) != OK || free >= want) {
+        if (p_.drv_.free_memory(p_.device_, &free) != OK || free >= bytes) {
             ended = ask();
         }
     }
     const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();
     p_.stats_.wait_ns += uint64_t(waited);
     p_.stats_.waits_served += st == OK;
-    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(want),
+    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(bytes),
                  st == OK ? "served" : "still refused", (long long) (waited / 1000000));
     return ended;
 }

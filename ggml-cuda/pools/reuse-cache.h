@@ -11,12 +11,6 @@
 
 namespace gcp {
 
-// a buffer a pool holds for later, and its size
-struct held_buffer {
-    void * ptr;
-    size_t size;
-};
-
 class reuse_cache {
   public:
     static constexpr size_t MAX_BUFFERS = 32;
@@ -26,7 +20,6 @@ class reuse_cache {
 
     static constexpr size_t HEADER_BYTES = 2 * sizeof(uint32_t); // the count and the total, first
 
-    bool   empty() const { return count_ == 0; }
     size_t bytes() const { return bytes_; }
 
     // takes out the smallest buffer of at least `need` bytes that a miss for `bytes` would not

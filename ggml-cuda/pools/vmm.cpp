@@ -51,7 +51,6 @@ void pool_vmm::list_top() noexcept {
 }
 
 bool pool_vmm::release_orphans() {
-    bool any_mapped = false;
     for (size_t i = orphans_.size(); i-- > 0;) {
         orphan & o = orphans_[i];
         if (o.mapped) {
@@ -63,11 +62,10 @@ bool pool_vmm::release_orphans() {
                 on_released(o.size);
             }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
-            continue;
         }
-        any_mapped = any_mapped || o.mapped; // retried at the next growth
     }
-    return !any_mapped;
+    // one still mapped is retried at the next growth
+    return std::none_of(orphans_.begin(), orphans_.end(), [](const orphan & o) { return o.mapped; });
 }
 
 status pool_vmm::grow(size_t bytes) {
@@ -81,61 +79,39 @@ status pool_vmm::grow(size_t bytes) {
         GCP_LOG_ERROR("%s: a failed mapping could not be undone yet; not growing", name());
         return DRIVER_ERROR;
     }
-    const size_t size   = round_up(bytes, granularity_);
-    const size_t offset = s_.mapped;
-    vmm_handle   handle = 0;
-    const char * what   = "creating";
-    status       st     = drv_.vmm_create(device_, size, &handle);
+    chunk        c{ s_.mapped, round_up(bytes, granularity_), 0 };
+    const char * what = "creating";
+    status       st   = drv_.vmm_create(device_, c.size, &c.handle);
     if (st == OK) {
-        what = "mapping";
-        st   = drv_.vmm_map(device_, s_.base + offset, size, handle);
-        if (st == OK) {
+        what              = "mapping";
+        st                = drv_.vmm_map(device_, s_.base + c.offset, c.size, c.handle);
+        const bool mapped = st == OK;
+        if (mapped) {
             what = "granting access to"; // this device, and peers when asked
-            st   = drv_.vmm_access(device_, s_.base + offset, size, device_);
+            st   = drv_.vmm_access(device_, s_.base + c.offset, c.size, device_);
             for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
                 if (drv_.can_access_peer(device_, peer)) {
-                    st = drv_.vmm_access(device_, s_.base + offset, size, peer);
+                    st = drv_.vmm_access(device_, s_.base + c.offset, c.size, peer);
                 }
             }
-            if (st != OK) {
-                orphans_.push_back({ { offset, size, handle }, true, false });
-            }
-        } else {
-            orphans_.push_back({ { offset, size, handle }, false, false });
+        }
+        if (st != OK) {
+            orphans_.push_back({ c, mapped, false });
         }
     }
     if (st != OK) {
         // an out-of-memory is retried, and the caller's one line reports it if it persists
         say(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
-            "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
+            "%s %.2f MiB of physical memory failed (%s)", what, to_mib(c.size), ggml_cpool_status_str(st));
         if (!capture) { // an unmap during capture would break it: the next growth outside one retries
             release_orphans();
         }
         return st;
     }
-    chunks_.push_back({ offset, size, handle });
-    s_.mapped += size;
-    on_driver_alloc(size);
+    chunks_.push_back(c);
+    s_.mapped += c.size;
+    on_driver_alloc(c.size);
     return OK;
-}
-
-bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
-    auto best = smallest_holding(s_.blocks.begin(), s_.blocks.end(), bytes, [](const block & b) { return b.freed; });
-    if (best == s_.blocks.end()) {
-        return false;
-    }
-    *ptr = reinterpret_cast<void *>(s_.base + best->offset);
-    if (best->size == bytes) {
-        best->freed = false;
-        s_.holes--;
-        return true;
-    }
-    // the rest of the hole stays one (within the room alloc_beyond_top made: cannot throw)
-    const block taken{ best->offset, bytes, false };
-    best->offset += bytes;
-    best->size -= bytes;
-    s_.blocks.insert(best, taken);
-    return true;
 }
 
 bool pool_vmm::reclaim(ladder & l) {
@@ -152,8 +128,21 @@ bool pool_vmm::reclaim(ladder & l) {
 status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual) {
     // the list's room for a split hole, before anything is mapped for the block (may throw)
     ensure_capacity(s_.blocks, s_.blocks.size() + 2);
-    if (s_.holes > 0 && take_hole(bytes, ptr)) {
+    // the smallest hole that holds it, split when larger
+    auto hole = s_.holes == 0 ? s_.blocks.end() :
+                                smallest_holding(s_.blocks.begin(), s_.blocks.end(), bytes,
+                                                 [](const block & b) { return b.freed; });
+    if (hole != s_.blocks.end()) {
+        *ptr    = reinterpret_cast<void *>(s_.base + hole->offset);
         *actual = bytes;
+        if (hole->size == bytes) {
+            hole->freed = false;
+            s_.holes--;
+        } else { // the rest of the hole stays one (within the room made above: cannot throw)
+            hole->offset += bytes;
+            hole->size -= bytes;
+            s_.blocks.insert(hole, { hole->offset - bytes, bytes, false });
+        }
         return OK;
     }
     if (s_.base == 0) {
@@ -248,22 +237,16 @@ bool pool_vmm::free_block(void * ptr, size_t actual) noexcept {
     return true;
 }
 
-std::optional<size_t> pool_vmm::live_size(const void * ptr) const {
-    if (s_.top_size != 0 && reinterpret_cast<uintptr_t>(ptr) == s_.base + s_.used - s_.top_size) {
-        return s_.top_size;
+bool pool_vmm::live_buffer(const void * ptr, held_buffer * out) const {
+    if (ptr == nullptr) { // any one: the top block, live since holes never stay on top
+        out->size = s_.top_size != 0 || s_.blocks.empty() ? s_.top_size : s_.blocks.back().size;
+        out->ptr  = reinterpret_cast<void *>(s_.base + s_.used - out->size);
+        return out->size != 0;
     }
-    auto it = const_cast<pool_vmm *>(this)->live_block(ptr);
-    return it != s_.blocks.end() ? std::optional<size_t>(it->size) : std::nullopt;
-}
-
-bool pool_vmm::any_live(void ** ptr, size_t * size) const {
-    // the top block: holes never stay on top, so it is live
-    if (s_.top_size == 0 && s_.blocks.empty()) {
-        return false;
-    }
-    *size = s_.top_size != 0 ? s_.top_size : s_.blocks.back().size;
-    *ptr  = reinterpret_cast<void *>(s_.base + s_.used - *size);
-    return true;
+    const bool top = s_.top_size != 0 && reinterpret_cast<uintptr_t>(ptr) == s_.base + s_.used - s_.top_size;
+    auto       it  = const_cast<pool_vmm *>(this)->live_block(ptr);
+    *out           = { const_cast<void *>(ptr), top ? s_.top_size : it != s_.blocks.end() ? it->size : 0 };
+    return out->size != 0;
 }
 
 status pool_vmm::do_trim() {

@@ -23,14 +23,13 @@ class pool_vmm final : public pool {
 
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
     // unmaps the physical chunks wholly above the stack top
-    status                do_trim() override;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t                cached_bytes() const override { return s_.mapped + held_ - hot_.live_bytes; }
+    size_t cached_bytes() const override { return s_.mapped + held_ - hot_.live_bytes; }
 
   private:
     struct chunk { // one physical allocation mapped at base + offset
@@ -62,9 +61,7 @@ class pool_vmm final : public pool {
     void                         list_top() noexcept;
     // the live block at ptr, in the list (s_.blocks.end(): none)
     std::vector<block>::iterator live_block(const void * ptr);
-    status                       grow(size_t bytes); // map at least bytes more
-    // the smallest hole of at least `bytes`, split when larger; false when none holds it
-    bool                         take_hole(size_t bytes, void ** ptr);
+    status                       grow(size_t bytes);        // map at least bytes more
     status                       unmap_above(size_t floor); // every chunk wholly above the offset
     bool                         release_orphans();         // true when none is left mapped
 
