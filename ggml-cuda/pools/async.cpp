@@ -62,7 +62,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     ensure_capacity(capture_out_, capture_out_.size() + 1);
     ensure_capacity(capture_cache_, capture_cache_.size() + capture_out_.size() + 1);
     auto best =
-        smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const deferred &) { return true; });
+        smallest_holding(capture_cache_.begin(), capture_cache_.end(), bytes, [](const held_buffer &) { return true; });
     if (best != capture_cache_.end()) {
         *ptr    = best->ptr;
         *actual = best->size;
@@ -72,26 +72,18 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     asking();
-    attempt a{ bytes, ptr };
-    ladder  l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
         return static_cast<pool_async &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
     if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
-        status st = alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual);
-        if (st == OK) {
-            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                          to_mib(bytes), to_mib(*actual), to_mib(r.size));
-        }
-        return st;
+        return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);
     }
-    if (a.st == OUT_OF_MEMORY) {
-        l.wait(); // no synchronize or trim is legal here to make room; a wait is
-    }
-    if (a.st != OK) {
+    l.st != OUT_OF_MEMORY || l.wait(); // no synchronize or trim is legal here to make room; a wait is
+    if (l.st != OK) {
         say(GGML_CPOOL_LOG_WARN, "alloc of %.2f MiB failed during graph capture (%s)", to_mib(bytes),
-            ggml_cpool_status_str(a.st));
-        return a.st;
+            ggml_cpool_status_str(l.st));
+        return l.st;
     }
     capture_out_.push_back(*ptr);
     capture_bytes_ += bytes;
@@ -103,7 +95,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
 void pool_async::release_capture_cache(bool force) {
     bool gone = false;
     for (size_t i = capture_cache_.size(); i-- > 0;) {
-        const deferred b = capture_cache_[i];
+        const held_buffer b = capture_cache_[i];
         if (!force && pinned(b.ptr)) {
             continue; // a graph still replays into it
         }
@@ -137,8 +129,8 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
     if (capturing_as_declared()) {
         return alloc_in_capture(r, ptr, actual);
     }
-    const size_t        bytes = miss_bytes(r, 0, ALIGNMENT);
-    reuse_cache::buffer again{};
+    const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
+    held_buffer  again{};
     if (reuse_.take(round_up(r.size, ALIGNMENT), bytes, &again)) {
         *ptr    = again.ptr;
         *actual = again.size;
@@ -146,83 +138,69 @@ status pool_async::alloc_stream_ordered(const request & r, void ** ptr, size_t *
     }
     // a buffer from the device: room first for every buffer to be held back, which only these add to
     ensure_capacity(deferred_, deferred_.size() + live_.size() + 1 + reuse_cache::MAX_BUFFERS);
-    if (!deferred_.empty()) {
-        drain(); // what a capture held back goes first
-    }
-    if (!reuse_.empty() && would_grow(bytes)) {
+    drain(); // what a capture held back goes first
+    if (reuse_.bytes() != 0 && pool_used_ + bytes > pool_reserved_) {
         read_usage(); // the last read may be stale: other contexts' calls move the device pool too
-        if (would_grow(bytes)) {
+        if (pool_used_ + bytes > pool_reserved_) {
             flush_reuse(); // what the cache holds may serve this instead
             read_usage();
         }
     }
-    keep_within_headroom(bytes);
+    // the device pool holds at most headroom_pct_ above its peak use: before it grows (what it holds
+    // unused cannot serve this), what it would hold beyond goes back
+    const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
+    if (headroom_pct_ != GGML_CPOOL_HEADROOM_UNLIMITED && unused != 0 && unused < bytes) {
+        const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
+        trim_to(budget > bytes ? budget - bytes : 0, 0);
+    }
     asking();
-    attempt a{ bytes, ptr };
-    ladder  l(*this, a, [](pool & p, attempt & at) {
+    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
         auto & self = static_cast<pool_async &>(p);
         return self.drv_.malloc_async(p.device(), at.bytes, self.stream_, at.ptr);
     });
     if (!l.ask() && capturing()) {
-        if (!(l.fall_back(r, 0, ALIGNMENT) || l.wait())) {
-            l.log_capture_refusal();
-        }
-    } else if (a.st == OUT_OF_MEMORY &&
-               !(reclaim(l, a) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
+        l.fall_back(r, 0, ALIGNMENT) || l.wait() || l.refused_in_capture();
+    } else if (l.st == OUT_OF_MEMORY &&
+               !(reclaim(l) || l.fall_back(r, 0, ALIGNMENT) || l.retry_transient() || l.wait())) {
         say(GGML_CPOOL_LOG_WARN,
             "async alloc of %.2f MiB failed: out of memory, also after trimming the stream-ordered pool and %d "
             "retries after a pause",
-            to_mib(a.bytes), TRANSIENT_RETRIES);
-    } else if (a.st != OK) {
-        say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
+            to_mib(l.bytes), TRANSIENT_RETRIES);
+    } else if (l.st != OK) {
+        say(GGML_CPOOL_LOG_WARN, "async alloc of %.2f MiB failed (%s)", to_mib(l.bytes), ggml_cpool_status_str(l.st));
     }
-    if (a.st != OK) {
+    if (l.st != OK) {
         read_usage();
-        return a.st;
+        return l.st;
     }
-    if (read_usage(a.bytes)) {
-        trim_beyond_headroom(a.bytes); // it grew where the unused memory looked enough: fragmented
+    if (read_usage(l.bytes)) {
+        // it grew where the unused memory looked enough (fragmented): what is beyond the headroom goes back
+        trim_to(headroom_budget(pool_peak_used_, headroom_pct_), l.bytes);
     }
-    *actual = a.bytes;
+    *actual = l.bytes;
     return OK;
 }
 
-bool pool_async::reclaim(ladder & l, attempt & a) {
+bool pool_async::reclaim(ladder & l) {
     // the device pool holds unused memory of every stream: let the frees land, give it back, retry once
     say(GGML_CPOOL_LOG_DEBUG, "async alloc of %.2f MiB failed, trimming the stream-ordered pool and retrying once",
-        to_mib(a.bytes));
+        to_mib(l.bytes));
     flush_reuse();
     status st = synchronize();
     if (st == OK) {
         st = drv_.pool_trim(device_, 0);
     }
     if (st != OK) {
-        return a.ends(st);
+        return l.ends(st);
     }
     stats_.flushes++;
     return l.ask();
 }
 
-void pool_async::keep_within_headroom(size_t bytes) {
-    const size_t unused = pool_reserved_ - std::min(pool_reserved_, pool_used_);
-    if (headroom_pct_ == GGML_CPOOL_HEADROOM_UNLIMITED || unused == 0 || unused >= bytes) {
-        return; // nothing to give back, or what the pool holds may serve it
+void pool_async::trim_to(size_t keep, size_t pending) {
+    if (pool_reserved_ <= keep) {
+        return;
     }
-    // it must grow: what it would hold beyond the headroom goes back first
-    const size_t budget = headroom_budget(std::max(pool_peak_used_, pool_used_ + bytes), headroom_pct_);
-    if (pool_reserved_ + bytes > budget) {
-        trim_down_to(budget > bytes ? budget - bytes : 0, 0);
-    }
-}
-
-void pool_async::trim_beyond_headroom(size_t pending) {
-    const size_t budget = headroom_budget(pool_peak_used_, headroom_pct_);
-    if (pool_reserved_ > budget) {
-        trim_down_to(budget, pending);
-    }
-}
-
-void pool_async::trim_down_to(size_t keep, size_t pending) {
     // this stream's frees land first; memory whose frees have not landed stays (the driver's rule)
     status st = synchronize();
     if (st == OK) {
@@ -252,10 +230,7 @@ bool pool_async::do_free(void * ptr, size_t actual) noexcept {
         capture_cache_.push_back({ ptr, actual }); // within the room alloc made
         return true;
     }
-    auto leave = [this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); };
-    if (!reuse_.put({ ptr, actual }, leave)) {
-        free_or_defer(ptr, actual);
-    }
+    reuse_.put({ ptr, actual }, [this](const held_buffer & b) { free_or_defer(b.ptr, b.size); });
     return true;
 }
 
@@ -265,15 +240,13 @@ std::vector<held_buffer>::iterator pool_async::find_live(const void * ptr) {
     return it == live_.rend() ? live_.end() : std::prev(it.base());
 }
 
-std::optional<size_t> pool_async::live_size(const void * ptr) const {
-    auto it = const_cast<pool_async *>(this)->find_live(ptr);
-    return it != live_.end() ? std::optional<size_t>(it->size) : std::nullopt;
-}
-
-bool pool_async::any_live(void ** ptr, size_t * size) const {
-    *ptr  = live_.empty() ? nullptr : live_.back().ptr;
-    *size = live_.empty() ? 0 : live_.back().size;
-    return !live_.empty();
+bool pool_async::live_buffer(const void * ptr, held_buffer * out) const {
+    auto it = ptr == nullptr && !live_.empty() ? live_.end() - 1 : const_cast<pool_async *>(this)->find_live(ptr);
+    if (it == live_.end()) {
+        return false;
+    }
+    *out = *it;
+    return true;
 }
 
 void pool_async::free_or_defer(void * ptr, size_t actual) noexcept {
@@ -284,7 +257,7 @@ void pool_async::free_or_defer(void * ptr, size_t actual) noexcept {
 }
 
 void pool_async::flush_reuse() noexcept {
-    reuse_.clear([this](const reuse_cache::buffer & b) { free_or_defer(b.ptr, b.size); });
+    reuse_.clear([this](const held_buffer & b) { free_or_defer(b.ptr, b.size); });
 }
 
 bool pool_async::free_now(void * ptr, size_t actual) {
@@ -309,11 +282,7 @@ void pool_async::drain(bool force) {
     }
 }
 
-status pool_async::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
+status pool_async::do_trim() {
     flush_reuse();
     drain();
     status st = synchronize();

@@ -22,16 +22,14 @@ class pool_async final : public pool {
     pool_async(std::shared_ptr<driver> drv, int device, stream_t stream, uint32_t headroom_pct);
     ~pool_async() override;
 
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
-    size_t                cached_bytes() const override;
-    size_t                held_bytes() const override {
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
+    size_t cached_bytes() const override;
+    size_t held_bytes() const override {
         return hot_.live_bytes + total_size(deferred_) + total_size(capture_cache_) + reuse_.bytes();
     }
 
@@ -41,13 +39,9 @@ class pool_async final : public pool {
     // reads the device pool's reserved memory: growth is a driver allocation, shrinkage memory given
     // back; `pending`: bytes about to become live, which the device pool already holds
     bool read_usage(size_t pending = 0);
-    // the device pool holds at most headroom_pct_ above its peak use: what would be beyond goes back
-    // before an allocation of `bytes` its unused memory cannot serve, and after one that grew it anyway
-    void keep_within_headroom(size_t bytes);
-    void trim_beyond_headroom(size_t pending);
-    void trim_down_to(size_t keep, size_t pending);
-    // whether `bytes` more would take the device pool past what it holds, by the last read
-    bool would_grow(size_t bytes) const { return pool_used_ + bytes > pool_reserved_; }
+    // what the device pool holds beyond `keep` goes back (`pending`: as read_usage's): at most headroom_pct_
+    // above its peak use stays, before a growth its unused memory cannot serve and after one that grew it anyway
+    void trim_to(size_t keep, size_t pending);
     void on_unpinned() override { drain(); }
     void on_stream_change() override {
         flush_reuse();
@@ -56,7 +50,7 @@ class pool_async final : public pool {
     // do_alloc once the room is made: from the capture cache, the reuse cache or the device pool
     status                             alloc_stream_ordered(const request & r, void ** ptr, size_t * actual);
     // the ladder's reclaim rung: the reuse cache and the device pool's unused memory go back, one retry
-    bool                               reclaim(class ladder & l, struct attempt & a);
+    bool                               reclaim(class ladder & l);
     // an allocation while the stream captures: the capture cache's best fit, else a buffer of its own
     status                             alloc_in_capture(const request & r, void ** ptr, size_t * actual);
     // the capture cache's buffers that no graph pins (force: every one) go back to the driver
@@ -71,7 +65,6 @@ class pool_async final : public pool {
     // ptr's record (live_.end(): none)
     std::vector<held_buffer>::iterator find_live(const void * ptr);
 
-    using deferred = held_buffer;
     // what a hit reads, on a line of its own: the record, the buffers out in a capture (a free looks
     // there first), and the reuse cache's count and total, its buffers on the lines after
     alignas(CACHE_LINE) std::vector<held_buffer> live_;
@@ -80,10 +73,10 @@ class pool_async final : public pool {
     static_assert(2 * sizeof(std::vector<void *>) + reuse_cache::HEADER_BYTES <= CACHE_LINE,
                   "the record, capture_out_ and the reuse cache's count and total share a line");
     // freed but not yet the driver's: a graph still uses it, the stream captured, or the driver refused
-    std::vector<deferred> deferred_;
+    std::vector<held_buffer> deferred_;
     // the capture cache: buffers outside the device pool and any graph, for a capture's allocations
-    std::vector<deferred> capture_cache_;
-    size_t                capture_bytes_ = 0; // all of them, cached or out
+    std::vector<held_buffer> capture_cache_;
+    size_t                   capture_bytes_ = 0; // all of them, cached or out
 
     std::shared_ptr<driver> owner_; // the warm record may outlive the context
     uint32_t                headroom_pct_;

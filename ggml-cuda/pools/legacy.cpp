@@ -67,50 +67,44 @@ status pool_legacy::alloc_growing(const request & r, void ** ptr, size_t * actua
     return OK;
 }
 
-size_t pool_legacy::look_ahead(size_t n) const {
-    const auto & buffers = hit_.buffers;
-    const size_t below   = size_t(std::lower_bound(buffers.begin(), buffers.end(), n, by_size) - buffers.begin());
-    const bool   grew    = below > 0 && buffers[below - 1].size + buffers[below - 1].size / LOOK_AHEAD_DIVISOR >= n;
-    return grew ? n / LOOK_AHEAD_DIVISOR : std::min(n / LOOK_AHEAD_DIVISOR, LOOK_AHEAD_MAX);
-}
-
 status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
-    const size_t ahead = look_ahead(r.size);
-    attempt      a{ miss_bytes(r, ahead, ROUNDING), ptr };
-    ensure_capacity(hit_.buffers, end() + 1); // its record's, before anything is taken (may throw)
-    keep_within_headroom(a.bytes);
-    asking();
-    ladder l(*this, a, [](pool & p, attempt & at) {
+    // beyond the request, so that a slightly larger one next time hits: all of 1/LOOK_AHEAD_DIVISOR
+    // where it outgrew a buffer the pool holds by at most that, else at most LOOK_AHEAD_MAX
+    const auto   below = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), r.size, by_size);
+    const size_t held  = below != hit_.buffers.begin() ? std::prev(below)->size : 0; // the largest smaller buffer
+    const size_t part  = r.size / LOOK_AHEAD_DIVISOR;
+    const size_t ahead = held + held / LOOK_AHEAD_DIVISOR >= r.size ? part : std::min(part, LOOK_AHEAD_MAX);
+    ensure_capacity(hit_.buffers, end() + 1); // room for its record (the insert below), before anything is taken
+    ladder l(*this, miss_bytes(r, ahead, ROUNDING), ptr, [](pool & p, ladder & at) {
         return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
     });
+    keep_within_headroom(l.bytes);
+    asking();
     if (!l.ask() && !r.growing() && take(r, use::growth, ptr, actual)) {
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; served from a cached %.2f MiB growth buffer instead", name(),
-                      to_mib(a.bytes), to_mib(*actual));
+                      to_mib(l.bytes), to_mib(*actual));
         return OK; // it serves rather than going back in the reclaim that would follow
     }
-    if (a.st == OUT_OF_MEMORY && capturing()) {
-        if (!(l.fall_back(r, ahead, ROUNDING) || l.wait())) {
-            l.log_capture_refusal();
-        }
-    } else if (a.st == OUT_OF_MEMORY) {
+    if (l.st == OUT_OF_MEMORY && capturing()) {
+        l.fall_back(r, ahead, ROUNDING) || l.wait() || l.refused_in_capture();
+    } else if (l.st == OUT_OF_MEMORY) {
         const char * how = nullptr; // what reclaim tried; none where the synchronize's line said why
-        reclaim(l, a, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
-        if (a.st != OK && how != nullptr) {
+        reclaim(l, &how) || l.fall_back(r, ahead, ROUNDING) || l.retry_transient() || l.wait();
+        if (l.st != OK && how != nullptr) {
             say(GGML_CPOOL_LOG_WARN,
                 "alloc of %.2f MiB failed: %s (%.2f MiB live), and %d retries after a pause did not help",
-                to_mib(a.bytes), how, to_mib(hot_.live_bytes), TRANSIENT_RETRIES);
+                to_mib(l.bytes), how, to_mib(hot_.live_bytes), TRANSIENT_RETRIES);
         }
-    } else if (a.st != OK) {
-        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(a.bytes), ggml_cpool_status_str(a.st));
+    } else if (l.st != OK) {
+        say(GGML_CPOOL_LOG_ERROR, "driver alloc of %.2f MiB failed (%s)", to_mib(l.bytes), ggml_cpool_status_str(l.st));
     }
-    if (a.st != OK) {
-        return a.st;
+    if (l.st != OK) {
+        return l.st;
     }
-    on_driver_alloc(a.bytes);
-    auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), a.bytes, by_size);
-    hit_.buffers.insert(at, { a.bytes, *ptr, hit_.clock,
-                              r.growing() ? use::out_growing : use::out }); // within the room made
-    *actual = a.bytes;
+    on_driver_alloc(l.bytes);
+    auto at = std::lower_bound(hit_.buffers.begin(), hit_.buffers.end(), l.bytes, by_size);
+    hit_.buffers.insert(at, { l.bytes, *ptr, hit_.clock, r.growing() ? use::out_growing : use::out });
+    *actual = l.bytes;
     return OK;
 }
 
@@ -136,18 +130,18 @@ void pool_legacy::keep_within_headroom(size_t bytes) {
                   name(), to_mib(bytes), to_mib(stats_.reserved_bytes + freed + bytes), to_mib(peak), to_mib(freed));
 }
 
-bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
+bool pool_legacy::reclaim(ladder & l, const char ** how) {
     // queued kernels may still use cached buffers, and other streams' frees land; the stream, since a
     // device-wide synchronize would break another context's capture
     status st = synchronize();
     if (st != OK) {
         say(GGML_CPOOL_LOG_ERROR, "synchronize before reclaim failed (%s); nothing freed", ggml_cpool_status_str(st));
-        return a.ends(st);
+        return l.ends(st);
     }
     // a retry once `freed` bytes went back by `verb`; the flush, or the caller, says what follows
     auto retried = [&](const char * verb, size_t freed) {
         const bool ended = l.ask();
-        if (a.st == OK) {
+        if (l.st == OK) {
             GCP_LOG_DEBUG("%s: retry succeeded after %s %.2f MiB", name(), verb, to_mib(freed));
         }
         return ended;
@@ -155,14 +149,14 @@ bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
     if (cached() == 0) {
         // nothing to free: one retry, for a failure that has passed by now
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed with nothing cached (%.2f MiB live); retrying once", name(),
-                      to_mib(a.bytes), to_mib(hot_.live_bytes));
+                      to_mib(l.bytes), to_mib(hot_.live_bytes));
         *how = "out of memory with nothing cached";
         return retried("freeing", 0);
     }
     if (opt_.lru) {
-        const size_t target = RECLAIM_FACTOR * a.bytes;
+        const size_t target = RECLAIM_FACTOR * l.bytes;
         GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, trying LRU-style reclaim (target %.2f MiB) from %.2f MiB cached",
-                      name(), to_mib(a.bytes), to_mib(target), to_mib(cached_bytes()));
+                      name(), to_mib(l.bytes), to_mib(target), to_mib(cached_bytes()));
         const size_t freed = release_oldest(target, true);
         stats_.lru_reclaims++;
         stats_.lru_reclaimed_bytes += freed;
@@ -175,7 +169,7 @@ bool pool_legacy::reclaim(ladder & l, attempt & a, const char ** how) {
         }
     }
     GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed, freeing all %.2f MiB cached and retrying once", name(),
-                  to_mib(a.bytes), to_mib(cached_bytes()));
+                  to_mib(l.bytes), to_mib(cached_bytes()));
     const size_t freed = release_oldest(SIZE_MAX, true);
     stats_.flushes++;
     *how = "out of memory after freeing everything cached";
@@ -253,25 +247,17 @@ void pool_legacy::release_over_bound(size_t i) noexcept {
     release(i);
 }
 
-std::optional<size_t> pool_legacy::live_size(const void * ptr) const {
+bool pool_legacy::live_buffer(const void * ptr, held_buffer * out) const {
     auto it = std::find_if(hit_.buffers.begin(), hit_.buffers.end(),
-                           [&](const buffer & b) { return b.ptr == ptr && b.state >= use::out; });
-    return it != hit_.buffers.end() ? std::optional<size_t>(it->size) : std::nullopt;
-}
-
-bool pool_legacy::any_live(void ** ptr, size_t * size) const {
-    auto it =
-        std::find_if(hit_.buffers.begin(), hit_.buffers.end(), [](const buffer & b) { return b.state >= use::out; });
-    *ptr  = it != hit_.buffers.end() ? it->ptr : nullptr;
-    *size = it != hit_.buffers.end() ? it->size : 0;
-    return it != hit_.buffers.end();
-}
-
-status pool_legacy::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
+                           [&](const buffer & b) { return b.state >= use::out && (ptr == nullptr || b.ptr == ptr); });
+    if (it == hit_.buffers.end()) {
+        return false;
     }
+    *out = { it->ptr, it->size };
+    return true;
+}
+
+status pool_legacy::do_trim() {
     release_oldest(SIZE_MAX, true);
     const bool refused = std::any_of(hit_.buffers.begin(), hit_.buffers.end(),
                                      [&](const buffer & b) { return b.state < use::out && !pinned(b.ptr); });

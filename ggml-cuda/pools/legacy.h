@@ -49,15 +49,13 @@ class pool_legacy final : public pool {
     pool_legacy(driver & drv, int device, ggml_cpool_kind kind, stream_t stream, options opt);
     ~pool_legacy() override;
 
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
-    size_t                cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
+    size_t cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
 
   private:
     // the states handed out follow the cached ones
@@ -82,10 +80,8 @@ class pool_legacy final : public pool {
     GCP_INLINE bool       take(const request & r, use from, void ** ptr, size_t * actual);
     GCP_NOINLINE status   alloc_growing(const request & r, void ** ptr, size_t * actual); // growth buffers first
     GCP_NOINLINE status   miss(const request & r, void ** ptr, size_t * actual);
-    // what a miss of n bytes asks for beyond them, so that a slightly larger request next time hits
-    size_t                look_ahead(size_t n) const;
     // the ladder's reclaim rungs: synchronize, LRU reclaim then flush, a retry after each; `how`: what was tried
-    bool                  reclaim(class ladder & l, struct attempt & a, const char ** how);
+    bool                  reclaim(class ladder & l, const char ** how);
     void                  keep_within_headroom(size_t bytes);    // before a miss takes `bytes` more
     bool                  release(size_t i);                     // a cached buffer to the driver; false if refused
     GCP_COLD void         release_over_bound(size_t i) noexcept; // one freed past MAX_CACHED_BUFFERS

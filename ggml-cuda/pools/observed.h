@@ -10,8 +10,6 @@ class observed_flag {
   public:
     observed_flag(); // takes the switch's setting, and follows it while alive
     ~observed_flag();
-    observed_flag(const observed_flag &)             = delete;
-    observed_flag & operator=(const observed_flag &) = delete;
 
     bool        on() const { return on_.load(std::memory_order_relaxed); }
     static void set_all(bool on);

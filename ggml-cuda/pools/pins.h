@@ -1,5 +1,5 @@
 #pragma once
-// The pins of captured CUDA graphs: a buffer handed out between pin_begin and pin_end is the
+// The pins of captured CUDA graphs: a buffer handed out from pin_begin(graph) to pin_begin(0) is the
 // graph's until pin_release, and never goes back to the driver before (a replay still uses it).
 
 #include "../support/common.h"
@@ -13,7 +13,6 @@ class pins {
   public:
     // the graph whose buffers are pinned from now on (0: none)
     void      begin(uint64_t graph) { open_ = graph; }
-    uint64_t  open() const { return open_; }
     // pins a buffer just handed out to the open graph; may throw, changing nothing
     void      add(void * ptr, size_t size);
     // unpins what `graph` pinned; false where it pinned nothing here

@@ -8,12 +8,6 @@
 
 namespace gcp {
 
-namespace {
-
-constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
-
-} // namespace
-
 size_t headroom_budget(size_t peak, uint32_t headroom_pct) {
     if (headroom_pct == GGML_CPOOL_HEADROOM_UNLIMITED) {
         return SIZE_MAX;
@@ -27,13 +21,7 @@ pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
     stream_(stream),
     drv_(drv) {
     hot_.kind = kind;
-}
-
-const char * pool::name() const {
-    if (name_[0] == '\0') {
-        format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
-    }
-    return name_;
+    format_pool_label(drv_.platform(), device_, name_, sizeof(name_));
 }
 
 ggml_cpool_stats pool::stats() const {
@@ -93,13 +81,13 @@ status pool::reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * act
 }
 
 status pool::reject_free(const void * ptr, size_t actual) const {
-    const std::optional<size_t> live = live_size(ptr);
-    if (!live) {
+    held_buffer live{};
+    if (ptr == nullptr || !live_buffer(ptr, &live)) {
         GCP_LOG_ERROR("%s: free of %p rejected: not a live buffer of this pool (double free or foreign pointer)",
                       name(), ptr);
     } else {
         GCP_LOG_ERROR("%s: free of %p rejected: size %zu differs from the %zu bytes allocated", name(), ptr, actual,
-                      *live);
+                      live.size);
     }
     return INVALID_ARGUMENT;
 }
@@ -120,12 +108,15 @@ status pool::synchronize() {
     return stream_ ? drv_.stream_synchronize(device_, stream_) : drv_.synchronize(device_);
 }
 
+status pool::trim() {
+    return refused_in_capture("trim refused") ? UNSUPPORTED : do_trim();
+}
+
 status pool::set_stream(stream_t stream) {
     if (stream == stream_) {
         return OK;
     }
-    if (capturing()) {
-        log_capture_refusal("switching streams refused");
+    if (refused_in_capture("switching streams refused")) {
         return UNSUPPORTED;
     }
     on_stream_change();
@@ -141,18 +132,31 @@ status pool::set_stream(stream_t stream) {
 }
 
 void pool::say(ggml_cpool_log_level level, const char * fmt, ...) const {
-    char    text[LOG_DETAIL_BYTES];
-    va_list args;
+    constexpr size_t LOG_DETAIL_BYTES = 512; // what a failed driver call's line says after the pool's name
+    char             text[LOG_DETAIL_BYTES];
+    va_list          args;
     va_start(args, fmt);
     vsnprintf(text, sizeof(text), fmt, args);
     va_end(args);
     log(level, "%s: %s", name(), text);
 }
 
-void pool::log_capture_refusal(const char * what) const {
+bool pool::refused_in_capture(const char * what) const {
+    if (!capturing()) {
+        return false;
+    }
     GCP_LOG_WARN("%s: %s: the context's stream is capturing a graph, where synchronize and free are illegal "
                  "(allocate before capturing, as a warm-up run does)",
                  name(), what);
+    return true;
+}
+
+status pool::fell_back(status st, size_t refused, size_t size, const size_t * actual) const {
+    if (st == OK) {
+        GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
+                      to_mib(refused), to_mib(*actual), to_mib(size));
+    }
+    return st;
 }
 
 void pool::on_driver_alloc(size_t bytes) {
@@ -171,9 +175,8 @@ void pool::free_live() {
     // what the record holds never fails; the test stops a kind's mistake from looping
     const size_t bytes = hot_.live_bytes;
     size_t       n     = 0;
-    void *       ptr   = nullptr;
-    size_t       size  = 0;
-    while (any_live(&ptr, &size) && free(ptr, size) == OK) {
+    held_buffer  b{};
+    while (live_buffer(nullptr, &b) && free(b.ptr, b.size) == OK) {
         n++;
     }
     if (n != 0) {

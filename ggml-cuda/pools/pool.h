@@ -1,17 +1,15 @@
 #pragma once
 // What every pool kind shares: the argument checks and exact statistics, the stream with its
-// capture state (capture.h), the pins of CUDA graphs (pins.h). A hit is an allocation served
+// capture state, the pins of CUDA graphs (pins.h). A hit is an allocation served
 // without asking the driver for memory; any other, served after the driver was asked (refused or
 // not), is a miss. Each kind keeps the record of its live buffers, so a bad free is a status; a
 // free never allocates. The out-of-memory ladder is each kind's own chain of rungs (recovery.h).
 
 #include "../drivers/driver.h"
 #include "../support/log.h"
-#include "capture.h"
 #include "observed.h"
 #include "pins.h"
 
-#include <optional>
 #include <type_traits>
 
 namespace gcp {
@@ -19,6 +17,12 @@ namespace gcp {
 // the most a pool may hold for `peak` live bytes with `headroom_pct` percent above them;
 // GGML_CPOOL_HEADROOM_UNLIMITED, or a budget past SIZE_MAX, is SIZE_MAX (no bound)
 size_t headroom_budget(size_t peak, uint32_t headroom_pct);
+
+// a buffer and its size
+struct held_buffer {
+    void * ptr;
+    size_t size;
+};
 
 // what a caller asks for
 struct request {
@@ -45,9 +49,9 @@ class alignas(CACHE_LINE) pool {
     status alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit = 0);
     // actual must be the size alloc returned
     template <class Kind = pool> status free(void * ptr, size_t actual);
-    // returns what is cached to the driver
-    virtual status                      trim() = 0;
 
+    // returns what is cached to the driver; UNSUPPORTED while the stream captures
+    status           trim();
     ggml_cpool_stats stats() const;
     // device memory the pool holds for itself (kept whole when the pool is quarantined)
     virtual size_t   held_bytes() const { return stats_.reserved_bytes; }
@@ -62,7 +66,7 @@ class alignas(CACHE_LINE) pool {
     void            detach_stream() { stream_ = nullptr; }
     // waits for the work queued on the pool's stream (on the whole device where it has none)
     status          synchronize();
-    void            declare_capture(int capturing) { hot_.capture.declare(capturing); }
+    void            declare_capture(int capturing) { hot_.declared = int8_t(capturing < 0 ? -1 : capturing != 0); }
     // how long a refused allocation waits for memory to come back (recovery.h)
     void            set_wait_ms(uint32_t ms) { wait_ms_ = ms; }
     // buffers handed out from pin_begin(graph) to pin_begin(0) are the graph's until pin_release
@@ -71,7 +75,7 @@ class alignas(CACHE_LINE) pool {
     bool            has_pins() const { return !pins_.empty(); }
     ggml_cpool_kind kind() const { return hot_.kind; }
     int             device() const { return device_; }
-    const char *    name() const; // "CUDA pool[0]" or "HIP pool[1]", the prefix of its log lines
+    const char *    name() const { return name_; } // "CUDA pool[0]" or "HIP pool[1]", the prefix of its log lines
 
   protected:
     friend class ladder;
@@ -79,17 +83,21 @@ class alignas(CACHE_LINE) pool {
 
     // A kind's own calls. do_alloc: a valid request (size > 0, at most MAX_REQUEST), *actual >=
     // size on OK; it calls asking() before it asks the driver for memory. do_free: frees ptr when
-    // live at exactly `actual` bytes, never allocating; false, with nothing freed, otherwise
-    virtual status                do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
-    virtual bool                  do_free(void * ptr, size_t actual) noexcept               = 0;
-    virtual std::optional<size_t> live_size(const void * ptr) const                         = 0;
-    virtual bool                  any_live(void ** ptr, size_t * size) const                = 0; // one live buffer
-    virtual size_t                cached_bytes() const                                      = 0;
-    virtual void                  on_unpinned() {}      // some buffers lost their last pin
-    virtual void                  on_stream_change() {} // what is queued for the old stream goes there first
+    // live at exactly `actual` bytes, never allocating; false, with nothing freed, otherwise.
+    // do_trim: trim outside a capture
+    virtual status do_alloc(const request & r, void ** ptr, size_t * actual) = 0;
+    virtual bool   do_free(void * ptr, size_t actual) noexcept               = 0;
+    virtual status do_trim()                                                 = 0;
+    // the live buffer at ptr (nullptr: any one) into *out; false where there is none
+    virtual bool   live_buffer(const void * ptr, held_buffer * out) const = 0;
+    virtual size_t cached_bytes() const                                   = 0;
+    virtual void   on_unpinned() {}      // some buffers lost their last pin
+    virtual void   on_stream_change() {} // what is queued for the old stream goes there first
 
     // the allocation under way asks the driver for memory: a miss
     void          asking() { hot_.flags |= ASKED; }
+    // returns st; where OK, the line of a request of `size` served at *actual bytes, after `refused` were
+    status        fell_back(status st, size_t refused, size_t size, const size_t * actual) const;
     // the bytes a miss takes for a request, rounded up to `rounding`: twice a growing one
     // (OVERALLOCATE), but no more than its limit; any other with `ahead` bytes more
     static size_t miss_bytes(const request & r, size_t ahead, size_t rounding);
@@ -102,9 +110,10 @@ class alignas(CACHE_LINE) pool {
     void          free_live();               // at destruction: what the owner forgot, with one line
     bool          pinned(const void * ptr) const { return pins_.holds(ptr); }
     uintptr_t     pinned_top() const { return pins_.top(); }
-    bool          capturing() const { return capture_state::asked(drv_, device_, stream_); }
-    bool          capturing_as_declared() const { return hot_.capture.as_declared(drv_, device_, stream_); }
-    void          log_capture_refusal(const char * what) const; // e.g. "trim refused"
+    // whether the stream captures a graph, as the driver says (unknown: yes, an illegal call would break it)
+    bool          capturing() const;
+    // the consumer's word where it gave one, sparing the driver's query on a hit path
+    bool          capturing_as_declared() const { return hot_.declared >= 0 ? hot_.declared != 0 : capturing(); }
     void          say(ggml_cpool_log_level level, const char * fmt, ...) const GCP_PRINTF(3, 4);
 
     static constexpr uint8_t PINNING = 1; // a graph is open in pins_
@@ -114,8 +123,8 @@ class alignas(CACHE_LINE) pool {
     // engine's kernel launches evict the pool, and each line a call touches is a miss
     struct hot_fields {
         ggml_cpool_kind kind;
-        uint8_t         flags = 0;
-        capture_state   capture;
+        uint8_t         flags    = 0;
+        int8_t          declared = -1; // declare_capture's: 1 capturing, 0 not, -1: ask the driver
         observed_flag   observed;
         size_t          live_bytes      = 0;
         size_t          peak_live_bytes = 0;
@@ -134,10 +143,11 @@ class alignas(CACHE_LINE) pool {
     GCP_COLD status settle(status st, void ** ptr, size_t * actual);
     GCP_COLD status reject_alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual);
     GCP_COLD status reject_free(const void * ptr, size_t actual) const;
+    bool            refused_in_capture(const char * what) const; // while capturing: its line, e.g. "trim refused"
 
-    uint32_t     wait_ms_ = 0;
-    pins         pins_;
-    mutable char name_[32] = {};
+    uint32_t wait_ms_ = 0;
+    pins     pins_;
+    char     name_[32] = {};
 };
 
 template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
@@ -161,6 +171,11 @@ template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** pt
     hot_.live_bytes += *actual;
     hot_.peak_live_bytes = std::max(hot_.peak_live_bytes, hot_.live_bytes);
     return OK;
+}
+
+inline bool pool::capturing() const {
+    bool active = false;
+    return stream_ != nullptr && (drv_.stream_capturing(device_, stream_, &active) != OK || active);
 }
 
 template <class Kind> status pool::free(void * ptr, size_t actual) {

@@ -9,15 +9,11 @@ namespace gcp {
 using clock = std::chrono::steady_clock;
 
 bool ladder::fall_back(const request & r, size_t ahead, size_t rounding) {
-    const size_t refused = a_.bytes, more = round_up(r.size + ahead, rounding), alone = round_up(r.size, rounding);
+    const size_t refused = bytes, more = round_up(r.size + ahead, rounding), alone = round_up(r.size, rounding);
     for (size_t next : { more, alone }) {
-        if (next < a_.bytes) {
-            a_.bytes = next;
-            if (ask() && a_.st == OK) {
-                GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB",
-                              p_.name(), to_mib(refused), to_mib(next), to_mib(r.size));
-            }
-            if (a_.st != OUT_OF_MEMORY) {
+        if (next < bytes) {
+            bytes = next;
+            if (ends(p_.fell_back(ask_(p_, *this), refused, r.size, &next))) {
                 return true;
             }
         }
@@ -35,7 +31,7 @@ bool ladder::retry_transient() {
             return false; // the report says which allocation failed
         }
         if (ask()) {
-            if (a_.st == OK) {
+            if (st == OK) {
                 GCP_LOG_DEBUG("%s: retry %d of %d after a pause and a synchronize succeeded", p_.name(), i,
                               TRANSIENT_RETRIES);
             }
@@ -49,14 +45,13 @@ bool ladder::wait() {
     if (p_.wait_ms_ == 0) {
         return false;
     }
-    const size_t want  = a_.bytes;
-    const auto   start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
-    size_t       free = 0;
+    const auto start = clock::now(), end = start + std::chrono::milliseconds(p_.wait_ms_);
+    size_t     free = 0;
     if (p_.drv_.free_memory(p_.device_, &free) == OK) {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(want),
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory (%.2f MiB free)", p_.name(), to_mib(bytes),
                      p_.wait_ms_, to_mib(free));
     } else {
-        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", p_.name(), to_mib(want), p_.wait_ms_);
+        GCP_LOG_INFO("%s: alloc of %.2f MiB waits up to %u ms for memory", p_.name(), to_mib(bytes), p_.wait_ms_);
     }
     p_.stats_.waits++;
     bool ended = false;
@@ -65,22 +60,23 @@ bool ladder::wait() {
         std::this_thread::sleep_for(std::min(pause, end - now));
         pause = std::min<clock::duration>(2 * pause, std::chrono::milliseconds(WAIT_LONGEST_PAUSE_MS));
         // a query the driver cannot answer lets every poll try; a failure other than a refusal ends the wait
-        if (p_.drv_.free_memory(p_.device_, &free) != OK || free >= want) {
+        if (p_.drv_.free_memory(p_.device_, &free) != OK || free >= bytes) {
             ended = ask();
         }
     }
     const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count();
     p_.stats_.wait_ns += uint64_t(waited);
-    p_.stats_.waits_served += a_.st == OK;
-    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(want),
-                 a_.st == OK ? "served" : "still refused", (long long) (waited / 1000000));
+    p_.stats_.waits_served += st == OK;
+    GCP_LOG_INFO("%s: alloc of %.2f MiB %s after waiting %lld ms", p_.name(), to_mib(bytes),
+                 st == OK ? "served" : "still refused", (long long) (waited / 1000000));
     return ended;
 }
 
-void ladder::log_capture_refusal() const {
+bool ladder::refused_in_capture() const {
     GCP_LOG_WARN("%s: alloc of %.2f MiB failed during graph capture, where synchronize and free are illegal: "
                  "returning OUT_OF_MEMORY (allocate before capturing, as a warm-up run does)",
-                 p_.name(), to_mib(a_.bytes));
+                 p_.name(), to_mib(bytes));
+    return false;
 }
 
 } // namespace gcp

@@ -28,39 +28,34 @@ constexpr int TRANSIENT_RETRIES = 3;
 constexpr uint32_t WAIT_FIRST_PAUSE_MS   = 1;
 constexpr uint32_t WAIT_LONGEST_PAUSE_MS = 64;
 
-// one refused request: what is asked for last, and the last rung's status
-struct attempt {
-    size_t  bytes;
-    void ** ptr;
-    status  st = OUT_OF_MEMORY;
+// one refused request, and the rungs every kind shares, over a pool and the kind's driver call (`ask`)
+class ladder {
+  public:
+    using ask_fn = status (*)(pool & p, ladder & l);
+
+    size_t  bytes;              // what is asked for last
+    void ** ptr;                // where the driver's call puts what it allocates
+    status  st = OUT_OF_MEMORY; // the last rung's
+
+    ladder(pool & p, size_t bytes, void ** ptr, ask_fn ask) : bytes(bytes), ptr(ptr), p_(p), ask_(ask) {}
 
     // a rung's result: true once the climb ends
     bool ends(status s) {
         st = s;
         return s != OUT_OF_MEMORY;
     }
-};
-
-// the rungs every kind shares, over a pool and the kind's driver call (`ask`, at a.bytes)
-class ladder {
-  public:
-    using ask_fn = status (*)(pool & p, attempt & a);
-
-    ladder(pool & p, attempt & a, ask_fn ask) : p_(p), a_(a), ask_(ask) {}
-
-    // the driver's call at a.bytes
-    bool ask() { return a_.ends(ask_(p_, a_)); }
+    // the driver's call at `bytes`
+    bool ask() { return ends(ask_(p_, *this)); }
     // each smaller size the request may take: with its `ahead` bytes, then alone
     bool fall_back(const request & r, size_t ahead, size_t rounding);
     bool retry_transient();
     bool wait();
-    // the line of a climb a capture ended for want of memory
-    void log_capture_refusal() const;
+    // a capture's last rung: the line of a climb that ended there for want of memory; false
+    bool refused_in_capture() const;
 
   private:
-    pool &    p_;
-    attempt & a_;
-    ask_fn    ask_;
+    pool & p_;
+    ask_fn ask_;
 };
 
 } // namespace gcp

@@ -11,12 +11,6 @@
 
 namespace gcp {
 
-// a buffer a pool holds for later, and its size
-struct held_buffer {
-    void * ptr;
-    size_t size;
-};
-
 class reuse_cache {
   public:
     static constexpr size_t MAX_BUFFERS = 32;
@@ -24,17 +18,14 @@ class reuse_cache {
     static constexpr size_t MAX_BYTES   = 64 * MiB;
     static constexpr size_t FIT_SLACK   = 8; // a buffer serves requests down to 1/8 below its size
 
-    using buffer = held_buffer;
-
     static constexpr size_t HEADER_BYTES = 2 * sizeof(uint32_t); // the count and the total, first
 
-    bool   empty() const { return count_ == 0; }
     size_t bytes() const { return bytes_; }
 
     // takes out the smallest buffer of at least `need` bytes that a miss for `bytes` would not
     // have made smaller than FIT_SLACK allows; false when none does
-    bool take(size_t need, size_t bytes, buffer * out) {
-        buffer * best = smallest_holding(buffers_, buffers_ + count_, need, [&](const buffer & b) {
+    bool take(size_t need, size_t bytes, held_buffer * out) {
+        held_buffer * best = smallest_holding(buffers_, buffers_ + count_, need, [&](const held_buffer & b) {
             return b.size - std::min(b.size, bytes) <= b.size / FIT_SLACK;
         });
         if (best == buffers_ + count_) {
@@ -45,19 +36,19 @@ class reuse_cache {
         return true;
     }
 
-    // keeps b when it is small enough (false: the caller frees it); the oldest past the bounds go to evict
-    template <typename Evict> bool put(buffer b, Evict && evict) {
+    // keeps b when it is small enough, else it goes to evict; so do the oldest past the bounds
+    template <typename Evict> void put(held_buffer b, Evict && evict) {
         if (b.size > MAX_BUFFER) {
-            return false;
+            evict(b);
+            return;
         }
         buffers_[count_++] = b; // one past the bound at most: the loop below goes back to it
         bytes_ += uint32_t(b.size);
         while (count_ > MAX_BUFFERS || bytes_ > MAX_BYTES) {
-            const buffer oldest = buffers_[0];
+            const held_buffer oldest = buffers_[0];
             remove(buffers_);
             evict(oldest);
         }
-        return true;
     }
 
     // every buffer, oldest first, to f(buffer); the cache is empty after
@@ -69,7 +60,7 @@ class reuse_cache {
 
   private:
     // b goes, the newer ones move down a place
-    void remove(buffer * b) {
+    void remove(held_buffer * b) {
         bytes_ -= uint32_t(b->size);
         std::copy(b + 1, buffers_ + count_, b);
         count_--;
@@ -79,7 +70,7 @@ class reuse_cache {
     uint32_t count_ = 0;
     uint32_t bytes_ = 0; // at most MAX_BYTES and one MAX_BUFFER
     static_assert(MAX_BYTES + MAX_BUFFER <= UINT32_MAX, "the total fits bytes_");
-    buffer buffers_[MAX_BUFFERS + 1]; // oldest first
+    held_buffer buffers_[MAX_BUFFERS + 1]; // oldest first
 };
 
 } // namespace gcp

@@ -10,9 +10,8 @@ namespace gcp {
 pool_vmm::pool_vmm(driver & drv, int device, stream_t stream, size_t range_size, bool peer_access) :
     pool(drv, device, GGML_CPOOL_KIND_VMM, stream),
     peer_access_(peer_access),
-    granularity_(drv.vmm_granularity(device)) {
-    range_size_ = round_up(std::min(range_size, MAX_REQUEST), granularity_);
-}
+    granularity_(drv.vmm_granularity(device)),
+    range_size_(round_up(std::min(range_size, MAX_REQUEST), granularity_)) {}
 
 pool_vmm::~pool_vmm() {
     free_live();
@@ -51,28 +50,7 @@ void pool_vmm::list_top() noexcept {
     }
 }
 
-status pool_vmm::reserve_range() {
-    status st = drv_.vmm_reserve(device_, range_size_, &s_.base);
-    if (st != OK) {
-        s_.base = 0;
-        say(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
-            ggml_cpool_status_str(st));
-    }
-    return st;
-}
-
-status pool_vmm::grant_access(uintptr_t addr, size_t size) {
-    status st = drv_.vmm_access(device_, addr, size, device_);
-    for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
-        if (drv_.can_access_peer(device_, peer)) {
-            st = drv_.vmm_access(device_, addr, size, peer);
-        }
-    }
-    return st;
-}
-
 bool pool_vmm::release_orphans() {
-    bool any_mapped = false;
     for (size_t i = orphans_.size(); i-- > 0;) {
         orphan & o = orphans_[i];
         if (o.mapped) {
@@ -84,11 +62,10 @@ bool pool_vmm::release_orphans() {
                 on_released(o.size);
             }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
-            continue;
         }
-        any_mapped = any_mapped || o.mapped; // retried at the next growth
     }
-    return !any_mapped;
+    // one still mapped is retried at the next growth
+    return std::none_of(orphans_.begin(), orphans_.end(), [](const orphan & o) { return o.mapped; });
 }
 
 status pool_vmm::grow(size_t bytes) {
@@ -102,92 +79,84 @@ status pool_vmm::grow(size_t bytes) {
         GCP_LOG_ERROR("%s: a failed mapping could not be undone yet; not growing", name());
         return DRIVER_ERROR;
     }
-    const size_t size   = round_up(bytes, granularity_);
-    const size_t offset = s_.mapped;
-    vmm_handle   handle = 0;
-    const char * what   = "creating";
-    status       st     = drv_.vmm_create(device_, size, &handle);
+    chunk        c{ s_.mapped, round_up(bytes, granularity_), 0 };
+    const char * what = "creating";
+    status       st   = drv_.vmm_create(device_, c.size, &c.handle);
     if (st == OK) {
-        what = "mapping";
-        st   = drv_.vmm_map(device_, s_.base + offset, size, handle);
-        if (st == OK) {
-            what = "granting access to";
-            st   = grant_access(s_.base + offset, size);
-            if (st != OK) {
-                orphans_.push_back({ offset, size, handle, true, false });
+        what              = "mapping";
+        st                = drv_.vmm_map(device_, s_.base + c.offset, c.size, c.handle);
+        const bool mapped = st == OK;
+        if (mapped) {
+            what = "granting access to"; // this device, and peers when asked
+            st   = drv_.vmm_access(device_, s_.base + c.offset, c.size, device_);
+            for (int peer = 0; peer_access_ && st == OK && peer < drv_.device_count(); peer++) {
+                if (drv_.can_access_peer(device_, peer)) {
+                    st = drv_.vmm_access(device_, s_.base + c.offset, c.size, peer);
+                }
             }
-        } else {
-            orphans_.push_back({ offset, size, handle, false, false });
+        }
+        if (st != OK) {
+            orphans_.push_back({ c, mapped, false });
         }
     }
     if (st != OK) {
         // an out-of-memory is retried, and the caller's one line reports it if it persists
         say(st == OUT_OF_MEMORY ? GGML_CPOOL_LOG_DEBUG : GGML_CPOOL_LOG_ERROR,
-            "%s %.2f MiB of physical memory failed (%s)", what, to_mib(size), ggml_cpool_status_str(st));
+            "%s %.2f MiB of physical memory failed (%s)", what, to_mib(c.size), ggml_cpool_status_str(st));
         if (!capture) { // an unmap during capture would break it: the next growth outside one retries
             release_orphans();
         }
         return st;
     }
-    chunks_.push_back({ offset, size, handle });
-    s_.mapped += size;
-    on_driver_alloc(size);
+    chunks_.push_back(c);
+    s_.mapped += c.size;
+    on_driver_alloc(c.size);
     return OK;
 }
 
-bool pool_vmm::take_hole(size_t bytes, void ** ptr) {
-    auto best = smallest_holding(s_.blocks.begin(), s_.blocks.end(), bytes, [](const block & b) { return b.freed; });
-    if (best == s_.blocks.end()) {
-        return false;
-    }
-    *ptr = reinterpret_cast<void *>(s_.base + best->offset);
-    if (best->size == bytes) {
-        best->freed = false;
-        s_.holes--;
-        return true;
-    }
-    // the rest of the hole stays one (within the room take made: cannot throw)
-    const block taken{ best->offset, bytes, false };
-    best->offset += bytes;
-    best->size -= bytes;
-    s_.blocks.insert(best, taken);
-    return true;
-}
-
-bool pool_vmm::reclaim(ladder & l, attempt & a) {
+bool pool_vmm::reclaim(ladder & l) {
     // one retry once the stream's work, and other streams' frees, landed
-    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(a.bytes));
+    GCP_LOG_DEBUG("%s: growth by %.2f MiB failed; retrying once after a synchronize", name(), to_mib(l.bytes));
     if (synchronize() != OK) {
         return false; // the failed growth is what the report says
     }
     const bool ended = l.ask();
-    GCP_LOG_DEBUG("%s: retry %s", name(), a.st == OK ? "succeeded" : "failed");
+    GCP_LOG_DEBUG("%s: retry %s", name(), l.st == OK ? "succeeded" : "failed");
     return ended;
 }
 
 status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual) {
     // the list's room for a split hole, before anything is mapped for the block (may throw)
     ensure_capacity(s_.blocks, s_.blocks.size() + 2);
-    if (s_.holes > 0 && take_hole(bytes, ptr)) {
+    // the smallest hole that holds it, split when larger
+    auto hole = s_.holes == 0 ? s_.blocks.end() :
+                                smallest_holding(s_.blocks.begin(), s_.blocks.end(), bytes,
+                                                 [](const block & b) { return b.freed; });
+    if (hole != s_.blocks.end()) {
+        *ptr    = reinterpret_cast<void *>(s_.base + hole->offset);
         *actual = bytes;
+        if (hole->size == bytes) {
+            hole->freed = false;
+            s_.holes--;
+        } else { // the rest of the hole stays one (within the room made above: cannot throw)
+            hole->offset += bytes;
+            hole->size -= bytes;
+            s_.blocks.insert(hole, { hole->offset - bytes, bytes, false });
+        }
         return OK;
     }
     if (s_.base == 0) {
-        status st = reserve_range();
+        status st = drv_.vmm_reserve(device_, range_size_, &s_.base);
         if (st != OK) {
+            s_.base = 0;
+            say(GGML_CPOOL_LOG_ERROR, "reserving a virtual range of %.2f MiB failed (%s)", to_mib(range_size_),
+                ggml_cpool_status_str(st));
             return st;
         }
     }
     // a growing request whose doubling is refused takes its own size, before the retries that only wait
     const bool doubled = round_up(r.size, ALIGNMENT) < bytes;
-    const auto alone   = [&] {
-        status st = do_alloc(request{ r.size, 0, 0 }, ptr, actual);
-        if (st == OK) {
-            GCP_LOG_DEBUG("%s: alloc of %.2f MiB failed; took %.2f MiB instead, for a request of %.2f MiB", name(),
-                            to_mib(bytes), to_mib(*actual), to_mib(r.size));
-        }
-        return st;
-    };
+    const auto alone = [&] { return fell_back(do_alloc(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual); };
     if (bytes > range_size_ - s_.used) {
         if (doubled) {
             return alone();
@@ -198,22 +167,21 @@ status pool_vmm::alloc_beyond_top(const request & r, size_t bytes, void ** ptr, 
     }
     if (s_.used + bytes > s_.mapped) {
         asking();
-        attempt a{ round_up(s_.used + bytes - s_.mapped, granularity_), nullptr };
-        ladder  l(*this, a, [](pool & p, attempt & at) { return static_cast<pool_vmm &>(p).grow(at.bytes); });
+        ladder l(*this, round_up(s_.used + bytes - s_.mapped, granularity_), nullptr,
+                 [](pool & p, ladder & at) { return static_cast<pool_vmm &>(p).grow(at.bytes); });
         if (!l.ask() && doubled) {
             return alone();
         }
-        const bool capture = a.st == OUT_OF_MEMORY && capturing();
-        if (capture && !l.wait()) {
-            l.log_capture_refusal();
-        } else if (!capture && a.st == OUT_OF_MEMORY && !(reclaim(l, a) || l.retry_transient() || l.wait())) {
+        if (l.st == OUT_OF_MEMORY && capturing()) {
+            l.wait() || l.refused_in_capture();
+        } else if (l.st == OUT_OF_MEMORY && !(reclaim(l) || l.retry_transient() || l.wait())) {
             GCP_LOG_WARN("%s: alloc of %.2f MiB failed: growing by %.2f MiB is refused, out of memory (%.2f MiB "
                          "mapped, %.2f MiB live), also after a synchronize and %d retries after a pause",
-                         name(), to_mib(bytes), to_mib(a.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
+                         name(), to_mib(bytes), to_mib(l.bytes), to_mib(s_.mapped), to_mib(hot_.live_bytes),
                          TRANSIENT_RETRIES);
         }
-        if (a.st != OK) {
-            return a.st; // a failure other than a refusal: grow's line said why
+        if (l.st != OK) {
+            return l.st; // a failure other than a refusal: grow's line said why
         }
     }
     push(bytes, ptr, actual);
@@ -269,51 +237,19 @@ bool pool_vmm::free_block(void * ptr, size_t actual) noexcept {
     return true;
 }
 
-std::optional<size_t> pool_vmm::live_size(const void * ptr) const {
-    if (s_.top_size != 0 && reinterpret_cast<uintptr_t>(ptr) == s_.base + s_.used - s_.top_size) {
-        return s_.top_size;
+bool pool_vmm::live_buffer(const void * ptr, held_buffer * out) const {
+    if (ptr == nullptr) { // any one: the top block, live since holes never stay on top
+        out->size = s_.top_size != 0 || s_.blocks.empty() ? s_.top_size : s_.blocks.back().size;
+        out->ptr  = reinterpret_cast<void *>(s_.base + s_.used - out->size);
+        return out->size != 0;
     }
-    auto it = const_cast<pool_vmm *>(this)->live_block(ptr);
-    return it != s_.blocks.end() ? std::optional<size_t>(it->size) : std::nullopt;
+    const bool top = s_.top_size != 0 && reinterpret_cast<uintptr_t>(ptr) == s_.base + s_.used - s_.top_size;
+    auto       it  = const_cast<pool_vmm *>(this)->live_block(ptr);
+    *out           = { const_cast<void *>(ptr), top ? s_.top_size : it != s_.blocks.end() ? it->size : 0 };
+    return out->size != 0;
 }
 
-bool pool_vmm::any_live(void ** ptr, size_t * size) const {
-    // the top block: holes never stay on top, so it is live
-    if (s_.top_size == 0 && s_.blocks.empty()) {
-        return false;
-    }
-    *size = s_.top_size != 0 ? s_.top_size : s_.blocks.back().size;
-    *ptr  = reinterpret_cast<void *>(s_.base + s_.used - *size);
-    return true;
-}
-
-bool pool_vmm::unmap_last_chunk() {
-    chunk  c  = chunks_.back();
-    status st = drv_.vmm_unmap(device_, s_.base + c.offset, c.size);
-    if (st != OK) {
-        say(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
-            ggml_cpool_status_str(st));
-        return false;
-    }
-    chunks_.pop_back();
-    s_.mapped -= c.size;
-    on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
-    if (drv_.vmm_release(device_, c.handle) != OK) {
-        // still the driver's memory held for this pool: reserved until the retry releases it
-        say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
-        orphans_.push_back({ c.offset, c.size, c.handle, false, true }); // within the room grow made
-        held_ += c.size;
-        return true;
-    }
-    on_released(c.size);
-    return true;
-}
-
-status pool_vmm::trim() {
-    if (capturing()) {
-        log_capture_refusal("trim refused");
-        return UNSUPPORTED;
-    }
+status pool_vmm::do_trim() {
     // nothing a captured graph still uses is unmapped, even below the stack top
     uintptr_t top = pinned_top();
     return unmap_above(std::max(s_.used, top > s_.base ? size_t(top - s_.base) : size_t(0)));
@@ -322,8 +258,23 @@ status pool_vmm::trim() {
 status pool_vmm::unmap_above(size_t floor) {
     release_orphans();
     while (!chunks_.empty() && chunks_.back().offset >= floor) {
-        if (!unmap_last_chunk()) {
+        const chunk c  = chunks_.back();
+        status      st = drv_.vmm_unmap(device_, s_.base + c.offset, c.size);
+        if (st != OK) {
+            say(GGML_CPOOL_LOG_ERROR, "unmapping %.2f MiB failed (%s); kept mapped", to_mib(c.size),
+                ggml_cpool_status_str(st));
             return DRIVER_ERROR;
+        }
+        chunks_.pop_back();
+        s_.mapped -= c.size;
+        on_addresses_gone(); // whether or not the release below succeeds, the addresses fault now
+        if (drv_.vmm_release(device_, c.handle) != OK) {
+            // still the driver's memory held for this pool: reserved until the retry releases it
+            say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
+            orphans_.push_back({ c, false, true }); // within the room grow made
+            held_ += c.size;
+        } else {
+            on_released(c.size);
         }
     }
     return orphans_.empty() ? OK : DRIVER_ERROR;

@@ -21,17 +21,15 @@ class pool_vmm final : public pool {
     pool_vmm(driver & drv, int device, stream_t stream, size_t range_size, bool peer_access);
     ~pool_vmm() override;
 
-    // unmaps the physical chunks wholly above the stack top
-    status trim() override;
-
   protected:
     friend class pool; // calls do_alloc and do_free by this class's name
-    status                do_alloc(const request & r, void ** ptr, size_t * actual) final;
-    bool                  do_free(void * ptr, size_t actual) noexcept final;
-    std::optional<size_t> live_size(const void * ptr) const override;
-    bool                  any_live(void ** ptr, size_t * size) const override;
+    status do_alloc(const request & r, void ** ptr, size_t * actual) final;
+    bool   do_free(void * ptr, size_t actual) noexcept final;
+    // unmaps the physical chunks wholly above the stack top
+    status do_trim() override;
+    bool   live_buffer(const void * ptr, held_buffer * out) const override;
     // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t                cached_bytes() const override { return s_.mapped + held_ - hot_.live_bytes; }
+    size_t cached_bytes() const override { return s_.mapped + held_ - hot_.live_bytes; }
 
   private:
     struct chunk { // one physical allocation mapped at base + offset
@@ -46,12 +44,9 @@ class pool_vmm final : public pool {
     };
     // physical memory the driver would not take back yet, retried at growth, trim and destruction;
     // grow keeps room for every chunk to become one, so unmapping needs no host memory
-    struct orphan {
-        size_t     offset;
-        size_t     size;
-        vmm_handle handle;
-        bool       mapped;
-        bool       counted; // counted in reserved_bytes (it was a chunk): counted out once released
+    struct orphan : chunk {
+        bool mapped;
+        bool counted; // counted in reserved_bytes (it was a chunk): counted out once released
     };
 
     // a block of `bytes` on the top, within the mapped memory (may throw: nothing changed)
@@ -59,21 +54,16 @@ class pool_vmm final : public pool {
     // a request the mapped top cannot serve at once: a hole, a growth, the first range
     GCP_NOINLINE status          alloc_beyond_top(const request & r, size_t bytes, void ** ptr, size_t * actual);
     // the ladder's reclaim rung: nothing is cached, so one retry after a synchronize
-    bool                         reclaim(class ladder & l, struct attempt & a);
+    bool                         reclaim(class ladder & l);
     // a free of any block but the top one
     GCP_NOINLINE bool            free_block(void * ptr, size_t actual) noexcept;
     // the top block goes into the list, within the room push kept
     void                         list_top() noexcept;
-    // the live block at ptr, in the list (blocks_.end(): none)
+    // the live block at ptr, in the list (s_.blocks.end(): none)
     std::vector<block>::iterator live_block(const void * ptr);
-    status                       reserve_range();
-    status                       grow(size_t bytes); // map at least bytes more
-    // the smallest hole of at least `bytes`, split when larger; false when none holds it
-    bool                         take_hole(size_t bytes, void ** ptr);
-    bool                         unmap_last_chunk();
-    status                       unmap_above(size_t floor);                 // every chunk wholly above the offset
-    bool                         release_orphans();                         // true when none is left mapped
-    status                       grant_access(uintptr_t addr, size_t size); // this device, and peers when asked
+    status                       grow(size_t bytes);        // map at least bytes more
+    status                       unmap_above(size_t floor); // every chunk wholly above the offset
+    bool                         release_orphans();         // true when none is left mapped
 
     // what a hit reads, on a line of its own
     struct stack {
@@ -89,9 +79,9 @@ class pool_vmm final : public pool {
     static_assert(sizeof(stack) <= CACHE_LINE, "a hit reads one line of the kind");
     alignas(CACHE_LINE) stack s_;
 
-    size_t              range_size_ = 0;
     bool                peer_access_;
     size_t              granularity_;
+    size_t              range_size_;
     size_t              held_ = 0; // bytes of counted orphans
     std::vector<chunk>  chunks_;
     std::vector<orphan> orphans_;
