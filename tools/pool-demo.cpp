@@ -263,11 +263,14 @@ int parse_arguments(int argc, char ** argv, arguments * a) {
     return RUN_DEMO;
 }
 
-// keeps the last line the module logs, whatever its level (the cuda driver says why it cannot be
-// made at info level), and shows on stderr what the default logger would
+// keeps the last warning or error the module logs (why the cuda driver cannot be made), which the
+// demo reports itself or answers by taking the sim driver, and shows the notes asked for on stderr
 void keep_line(ggml_cpool_log_level level, const char * text, void * line) {
-    if (level >= ggml_cpool_log_threshold()) {
-        fputs(text, stderr);
+    if (level < GGML_CPOOL_LOG_WARN) {
+        if (level >= ggml_cpool_log_threshold()) {
+            fputs(text, stderr);
+        }
+        return;
     }
     *static_cast<std::string *>(line) = std::string(text, strcspn(text, "\n"));
 }
