@@ -14,6 +14,9 @@
 #          builds them, with CUDA graphs off and on and with the option off (scripts/llama-check.sh);
 #          SKIPPED where a tree has no snapshot (../shared/llama.cpp and ../shared/ggml, or
 #          LLAMA_SNAPSHOT, LLAMA_CPP_DIR, GGML_SNAPSHOT, GGML_DIR)
+#   unit   the unit label over a build without the cuda driver (no nvcc): not in the default set
+#   quick  the set a contributor runs first, before every change: format and unit (a few minutes on
+#          2 cores); CI runs them all
 # scripts/test.sh [job...]   (default: all; an unknown job: the usage, exit 2, nothing installed);
 # extra CMake arguments in CMAKE_ARGS; --help or -h: the usage and this text.
 # A ctest job names why each skipped test skipped (its own line), one line per reason.
@@ -25,17 +28,21 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 all_jobs=(format main asan tsan fuzz hip llama)
-usage() { echo "usage: scripts/test.sh [job...]   jobs: ${all_jobs[*]} (default: all)"; }
+quick_jobs=(format unit) # scripts/test.sh quick
+usage() { echo "usage: scripts/test.sh [job...]   jobs: ${all_jobs[*]} (default: all); unit; quick: ${quick_jobs[*]}"; }
 if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
     usage
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" # the comment above
     exit 0
 fi
-jobs=("$@")
+jobs=()
+for job in "$@"; do
+    if [ "$job" = quick ]; then jobs+=("${quick_jobs[@]}"); else jobs+=("$job"); fi
+done
 [ ${#jobs[@]} -eq 0 ] && jobs=("${all_jobs[@]}")
 # a job name checked before anything is installed or built
 for job in "${jobs[@]}"; do
-    if [[ " ${all_jobs[*]} " != *" $job "* ]]; then
+    if [[ " ${all_jobs[*]} unit " != *" $job "* ]]; then
         echo "test.sh: unknown job: $job" >&2
         usage >&2
         exit 2
@@ -48,6 +55,7 @@ packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-c
 [[ " ${jobs[*]} " == *" format "* ]] && packages+=(clang-format)
 # the PyTorch package's install into a virtual environment (ctest torch-package)
 [[ " ${jobs[*]} " == *" main "* ]] && packages+=(python3-venv python3-wheel-whl)
+[[ " ${jobs[*]} " == *" unit "* ]] && packages+=(python3)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
 [[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)
@@ -134,6 +142,8 @@ for job in "${jobs[@]}"; do
             fi
             ;;
         main) ctest_job main build "" "" ;;
+        # no nvcc and no PyTorch library to build: the unit label in minutes
+        unit) ctest_job unit build-unit unit "" -DGGML_CUDA=OFF ;;
         # built without CUDA: the cuda driver's fault tests (labels gpu and fault) stay out
         asan) ctest_job asan build-asan 'unit|fault|stress' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
                   -DGGML_CPOOL_SANITIZE=address,undefined ;;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test.sh with a job it does not know, alone or after a real one: exit 2 naming it, the
 # usage and every job, before anything is installed or built; with --help or -h: exit 0, the usage,
-# every job and what it does, nothing run; a ctest job whose tests skip: why each skipped, one line
-# per reason, counted as no GPU or not installed by the reason, and a job failed where one gave none. The scripts run in a stand-in tree with apt-get, sudo, dpkg-query, cmake and ctest
-# stand-ins first on PATH that record each call.
+# every job and what it does, nothing run; quick: format and unit; a ctest job whose tests skip:
+# why each skipped, one line per reason, counted as no GPU or not installed by the reason, and the
+# job failed where one gave none. The scripts run in a stand-in tree with apt-get, sudo,
+# dpkg-query, cmake and ctest stand-ins first on PATH that record each call.
 #   check-test-jobs.sh PATH/TO/scripts
 set -u
 scripts=$1
@@ -56,6 +57,12 @@ for help in --help -h; do
         grep -q "^  tsan   thread sanitizer" <<<"$out" && [ -z "$calls" ]
     verdict $? "test.sh $help: exit 0, the usage and every job on stdout, nothing run"
 done
+
+# quick: format, then the unit label over a build without the cuda driver
+run_test_sh all quick
+grep -q "^== format ==$" <<<"$out" && grep -q "^== unit ==$" <<<"$out" &&
+    grep -q "^cmake -S . -B build-unit .*-DGGML_CUDA=OFF" <<<"$calls" && grep -q "^ctest --test-dir build-unit .*-L unit" <<<"$calls"
+verdict $? "test.sh quick: format, then the unit label over a build without the cuda driver"
 
 # the main job with a ctest whose runs left two GoogleTest cases and a script skipped, as ctest's
 # log keeps them: the job names both reasons, the first with its two tests
