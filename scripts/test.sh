@@ -55,7 +55,6 @@ packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-c
 [[ " ${jobs[*]} " == *" format "* ]] && packages+=(clang-format)
 # the PyTorch package's install into a virtual environment (ctest torch-package)
 [[ " ${jobs[*]} " == *" main "* ]] && packages+=(python3-venv python3-wheel-whl)
-[[ " ${jobs[*]} " == *" unit "* ]] && packages+=(python3)
 [[ " ${jobs[*]} " == *" fuzz "* ]] && packages+=(clang libclang-rt-14-dev)
 [[ " ${jobs[*]} " == *" hip "* ]] && packages+=(hipcc libamdhip64-dev clang)
 [[ " ${jobs[*]} " == *" llama "* ]] && packages+=(patch xz-utils)
