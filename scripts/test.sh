@@ -14,7 +14,8 @@
 #          builds them, with CUDA graphs off and on and with the option off (scripts/llama-check.sh);
 #          SKIPPED where a tree has no snapshot (../shared/llama.cpp and ../shared/ggml, or
 #          LLAMA_SNAPSHOT, LLAMA_CPP_DIR, GGML_SNAPSHOT, GGML_DIR)
-#   unit   the unit label over a build without the cuda driver (no nvcc): not in the default set
+#   unit   the unit label over a build without the cuda driver (no nvcc), of what it runs alone (the
+#          labels check waits for main): not in the default set
 #   quick  the set a contributor runs first, before every change: format and unit (a few minutes on
 #          2 cores); CI runs them all
 # scripts/test.sh [job...]   (default: all; an unknown job: the usage, exit 2, nothing installed);
@@ -49,6 +50,8 @@ for job in "${jobs[@]}"; do
     fi
 done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+# what the unit label's tests run: its two GoogleTest programs, the tools and libraries its checks take
+UNIT_TARGETS="test-unit test-torch pool-demo reclaim-sim ggml-cuda-pool-static ggml-cuda-pool-core"
 JOBS=$(nproc)
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config xz-utils)
@@ -87,17 +90,18 @@ skip_reasons() {
         "$1/Testing/Temporary/LastTest.log" 2>/dev/null
 }
 
-# ctest_job NAME BUILD_DIR LABEL_REGEX EXCLUDE_REGEX CMAKE_ARGS...: configure, build, run ctest
-# on the labels (all when empty) but the excluded, count
+# ctest_job NAME BUILD_DIR LABEL_REGEX EXCLUDE_REGEX CMAKE_ARGS...: configure, build (TARGETS
+# alone where set), run ctest on the labels (all when empty) but the excluded (and the tests
+# SKIP_TESTS names), count
 ctest_job() {
     local name=$1 dir=$2 labels=$3 exclude=$4
     shift 4
     echo "== $name =="
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CMAKE_ARGS:-} "$@" >/dev/null
-    cmake --build "$dir" -j "$JOBS"
+    cmake --build "$dir" -j "$JOBS" ${TARGETS:+--target $TARGETS}
     local log="$dir/ctest.log" rc=0
-    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" ${labels:+-L "$labels"} ${exclude:+-LE "$exclude"} 2>&1 |
-        tee "$log" || rc=1
+    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" ${labels:+-L "$labels"} ${exclude:+-LE "$exclude"} \
+        ${SKIP_TESTS:+-E "$SKIP_TESTS"} 2>&1 | tee "$log" || rc=1
     local total fails skips
     total=$(grep -Eo 'tests failed out of [0-9]+|tests passed out of [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
     fails=$(grep -Eo '[0-9]+ tests failed' "$log" | grep -Eo '^[0-9]+' | tail -1)
@@ -141,8 +145,9 @@ for job in "${jobs[@]}"; do
             fi
             ;;
         main) ctest_job main build "" "" ;;
-        # no nvcc and no PyTorch library to build: the unit label in minutes
-        unit) ctest_job unit build-unit unit "" -DGGML_CUDA=OFF ;;
+        # no nvcc, and only what the unit label runs: minutes, not main's quarter of an hour. The
+        # labels check, which lists every executable's tests, waits for main
+        unit) TARGETS="$UNIT_TARGETS" SKIP_TESTS='^labels$' ctest_job unit build-unit unit "" -DGGML_CUDA=OFF ;;
         # built without CUDA: the cuda driver's fault tests (labels gpu and fault) stay out
         asan) ctest_job asan build-asan 'unit|fault|stress' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
                   -DGGML_CPOOL_SANITIZE=address,undefined ;;
