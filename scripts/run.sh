@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# The run command: builds the tools and runs the demo (the real GPU when one is visible, else
-# the sim driver). Arguments go to the demo: scripts/run.sh --capacity 500 --kinds legacy
+# The run command: builds the demo first (Release, into BUILD_DIR, build-run by default; cmake,
+# ninja and g++ installed with apt-get where missing), then runs it: the real GPU when one is
+# visible, else the sim driver. Arguments go to the demo: scripts/run.sh --capacity 500 --kinds legacy
 # The build is quiet when it succeeds; when it fails, its output is shown.
+# --help or -h: this text, then, once built, the demo's options and their defaults.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+    echo "usage: scripts/run.sh [demo option...]"
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" # the comment above
+    echo
+fi
 need_packages cmake ninja-build g++
 
 BUILD_DIR=${BUILD_DIR:-build-run}

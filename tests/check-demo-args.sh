@@ -3,7 +3,8 @@
 # option and a non-zero exit (not the automatic choice, not 1 for 2); async on the sim driver, one
 # line saying it needs the cuda driver; --driver cuda where there is none, the driver's reason; an
 # unknown option, or one without its value, a line naming it, the usage and exit 2; --help and -h
-# the usage on stdout and exit 0; a sim capacity the model cannot fit ends the demo at once with one
+# the usage and each option with its default on stdout, exit 0; a sim run says why it has no async
+# row; a sim capacity the model cannot fit ends the demo at once with one
 # line naming the sim driver; a capacity some sessions run out of stops each of those at its failing
 # pass, says so, and exits non-zero, promptly.
 #   check-demo-args.sh PATH/TO/pool-demo
@@ -66,12 +67,24 @@ for help in --help -h; do
     err=$(timeout 60 "$demo" "$help" 2>&1 >/dev/null)
     out=$(timeout 60 "$demo" "$help" 2>/dev/null)
     rc=$?
+    options=$(grep -Eo '^  --[a-z]+' <<<"$out" | tr -d ' ' | sort | tr '\n' ' ')
     if [ "$rc" -ne 0 ] || [ -n "$err" ] || ! grep -q "^usage: pool-demo " <<<"$out"; then
         fail "$help: exit $rc, wanted 0 and the usage on stdout alone (stderr: $err)" "$out"
+    elif [ "$options" != "--capacity --driver --embd --ff --kinds --layers --overallocate --prompt --tokens " ] ||
+        [ "$(grep -c '; default: ' <<<"$out")" -ne 9 ]; then
+        fail "$help: each option on a line of its own with its default (listed: $options)" "$out"
     else
-        echo "ok   $help: exit 0, the usage on stdout"
+        echo "ok   $help: exit 0, the usage and each option with its default on stdout"
     fi
 done
+
+# a run on the sim driver says under its table why it has no async row
+out=$(run --driver sim --layers 1 --prompt 16 --tokens 1)
+if grep -q "^no async row: .*needs the cuda driver" <<<"$out"; then
+    echo "ok   the sim driver's table says why it has no async row"
+else
+    fail "the sim driver's table does not say why it has no async row" "$(tail -5 <<<"$out")"
+fi
 
 out=$(run --driver sim --capacity 10)
 rc=$?

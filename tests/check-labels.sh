@@ -6,8 +6,14 @@
 #   check-labels.sh BUILD_DIR
 set -u
 build=$1
+# ctest, even with -N, rewrites the log of the folder it runs in (Testing/Temporary/LastTest.log),
+# where scripts/test.sh reads why the tests of the run this check belongs to skipped: it lists
+# from a copy of the build's test files (they name everything by its absolute path)
+listing=$(mktemp -d)
+trap 'rm -rf "$listing"' EXIT
+(cd "$build" && find . -name CTestTestfile.cmake -exec cp --parents {} "$listing" \;)
 # the names ctest lists with the given selection arguments, sorted
-names() { ctest --test-dir "$build" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p' | sort; }
+names() { ctest --test-dir "$listing" -N "$@" | sed -n 's/^ *Test *#[0-9]*: //p' | sort; }
 failed=0
 expect_same() { # WHAT, then the two lists
     if [ "$2" != "$3" ] || [ -z "$2" ]; then
@@ -32,4 +38,11 @@ expect_same "label fault selects the cuda driver's fault tests" "$(names -L faul
 expect_same "label gpu selects every test over the cuda driver" "$(names -L gpu -R '^Cuda/')" "$(names -R '^Cuda/')"
 expect_none "label unit selects no test over the cuda driver" "$(names -L unit -R '^Cuda/')"
 expect_none "label gpu selects no test over the sim driver" "$(names -L gpu -R '^Sim/')"
+# the listing logged in its own folder, not in the build's
+if [ -f "$listing/Testing/Temporary/LastTest.log" ]; then
+    echo "ok   the listing leaves the build's test log alone"
+else
+    echo "FAIL the listing's ctest did not log in its own folder"
+    failed=1
+fi
 exit $failed

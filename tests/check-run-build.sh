@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/run.sh over a tree whose demo does not compile: it exits non-zero and shows the
 # compiler's error, not a bare exit status; over one whose demo compiles, it runs the demo with the
-# arguments and shows nothing of the build. The tree is a stand-in (run.sh, lib.sh, a CMake
+# arguments and shows nothing of the build; with --help, it says what it does and that it builds
+# first, then shows the demo's help. The tree is a stand-in (run.sh, lib.sh, a CMake
 # project whose pool-demo is one small file), so the check builds one small file.
 #   check-run-build.sh PATH/TO/scripts
 set -u
@@ -39,6 +40,17 @@ if [ "$rc" -eq 0 ] && [ "$out" = "demo --kinds" ]; then
     echo "ok   a build that succeeds: quiet, the demo run with the arguments"
 else
     echo "FAIL a build that succeeds: exit $rc; output:"
+    echo "$out"
+    failed=1
+fi
+# --help: what run.sh does, that it builds first, then the demo's own help
+out=$(BUILD_DIR="$tree/build" bash "$tree/scripts/run.sh" --help 2>&1)
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^usage: scripts/run.sh" <<<"$out" && grep -q "builds the demo first" <<<"$out" &&
+    grep -q "^demo --help$" <<<"$out"; then
+    echo "ok   --help: what run.sh does, that it builds first, then the demo's options"
+else
+    echo "FAIL --help: exit $rc; output:"
     echo "$out"
     failed=1
 fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/test.sh with a job it does not know, alone or after a real one: exit 2 naming it, the
 # usage and every job, before anything is installed or built; with --help or -h: exit 0, the usage,
-# every job and what it does, nothing run; a ctest job whose tests skip: why each skipped, one line
-# per reason. The scripts run in a stand-in tree with apt-get, sudo, dpkg-query, cmake and ctest
-# stand-ins first on PATH that record each call.
+# every job and what it does, nothing run; quick: format and unit; a ctest job whose tests skip:
+# why each skipped, one line per reason, counted as no GPU or not installed by the reason, and the
+# job failed where one gave none. The scripts run in a stand-in tree with apt-get, sudo,
+# dpkg-query, cmake and ctest stand-ins first on PATH that record each call.
 #   check-test-jobs.sh PATH/TO/scripts
 set -u
 scripts=$1
@@ -57,6 +58,12 @@ for help in --help -h; do
     verdict $? "test.sh $help: exit 0, the usage and every job on stdout, nothing run"
 done
 
+# quick: format, then the unit label over a build without the cuda driver
+run_test_sh all quick
+grep -q "^== format ==$" <<<"$out" && grep -q "^== unit ==$" <<<"$out" &&
+    grep -q "^cmake -S . -B build-unit .*-DGGML_CUDA=OFF" <<<"$calls" && grep -q "^ctest --test-dir build-unit .*-L unit" <<<"$calls"
+verdict $? "test.sh quick: format, then the unit label over a build without the cuda driver"
+
 # the main job with a ctest whose runs left two GoogleTest cases and a script skipped, as ctest's
 # log keeps them: the job names both reasons, the first with its two tests
 cat >"$tree/bin/ctest" <<'SH'
@@ -86,10 +93,23 @@ mkdir -p "$tree/build"
 out=$(cd "$tree" && PATH="$tree/bin:$PATH" bash scripts/test.sh main 2>&1)
 if grep -q "^skipped: cuda driver unavailable: UNSUPPORTED (2 tests: Cuda/Rules.Alloc, ...)$" <<<"$out" &&
     grep -q "^skipped: cannot import torch (1 test: torch-generate)$" <<<"$out" &&
-    grep -q "0 passed, 0 failed, 3 skipped" <<<"$out"; then
-    echo "ok   test.sh main: why each test skipped, one line per reason"
+    grep -q "^0 passed, 0 failed, 2 skipped (no GPU), 1 skipped (not installed), 0 skipped" <<<"$out"; then
+    echo "ok   test.sh main: why each test skipped, one line per reason, torch's apart from the GPU's"
 else
-    echo "FAIL test.sh main: the skip reasons not named; output:"
+    echo "FAIL test.sh main: the skip reasons not named or not counted by what they want; output:"
+    echo "$out" | tail -20
+    failed=1
+fi
+
+# a log that lost a skipped test's reason (another ctest rewrote it): the job fails, saying so
+sed -i '/^SKIPPED: cannot import torch$/d' "$tree/bin/ctest"
+out=$(cd "$tree" && PATH="$tree/bin:$PATH" bash scripts/test.sh main 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "^main: 3 tests skipped, 2 with a reason in build/Testing/Temporary/LastTest.log$" <<<"$out" &&
+    grep -q "^0 passed, 1 failed" <<<"$out"; then
+    echo "ok   test.sh main: a skip without its reason fails the job"
+else
+    echo "FAIL test.sh main: a skip without its reason passed unsaid (exit $rc); output:"
     echo "$out" | tail -20
     failed=1
 fi

@@ -5,6 +5,7 @@ any case, an unknown one refused before anything is installed, and a GGML_CUDA_P
 that names no file refused with a line naming it (not passed over for another library). With the
 built library (its check touches no device): a bad setting raises ValueError with the module's
 line and installs nothing, leaving GGML_CUDA_POOL as it was; an empty GGML_CUDA_POOL is legacy.
+Without torch, use_ggml_cuda_pool says to install it.
 
     check-torch-helper.py PATH/TO/ggml_cuda_pool_torch.py [PATH/TO/libggml-cuda-pool-torch.so]
 """
@@ -103,6 +104,21 @@ def check_library_variable(helper_path, tmp):
           "an empty library variable is unset", repr(error))
 
 
+def check_without_torch(load, library):
+    """where torch cannot be imported, use_ggml_cuda_pool says what to install"""
+    saved = sys.modules.get("torch")
+    sys.modules["torch"] = None  # import torch: ModuleNotFoundError, as without the package
+    try:
+        load("helper_no_torch").use_ggml_cuda_pool("legacy", library=library)
+        error = None
+    except ModuleNotFoundError as e:
+        error = e
+    finally:
+        sys.modules["torch"] = saved
+    check(error is not None and "pip install torch" in str(error),
+          "without torch, use_ggml_cuda_pool says to install it", repr(error))
+
+
 def main():
     helper_path = sys.argv[1]
     library = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None
@@ -116,6 +132,7 @@ def main():
             open(library, "w").close()
         load = loader(helper_path, stub_check)
         check_kinds(load, library, installed)
+        check_without_torch(load, library)
         if stub_check:
             print("skipped: the library's check of its settings (no library built: pass its path)")
         else:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The PyTorch package as a user installs it: pip install --no-build-isolation ./integrations/pytorch
-# into a fresh virtual environment without torch (so the library raises standard exceptions), offline,
-# with the setuptools the environment has (wheel from Debian's python3-wheel-whl where it has none).
+# into a fresh virtual environment, offline, with the setuptools the environment has. Where it has no
+# wheel (and a setuptools that needs one), and then where it cannot import torch, the install is
+# refused with a line pip shows that says what to install; wheel then comes from Debian's
+# python3-wheel-whl and a stand-in torch (no headers: the library raises standard exceptions) from tests/.
 # Then, from another directory with no path set: the package imports, its library lies inside it and
 # loads, and use_ggml_cuda_pool("legacy"), with no library argument, hands that library to a stand-in
 # torch's pluggable allocator after the library's own check of the settings. Exits 77 (ctest:
@@ -19,16 +21,39 @@ unset PYTHONPATH
 "$python" -m venv "$work/venv" >"$work/venv.log" 2>&1 ||
     { echo "SKIPPED: $python -m venv failed (python3-venv): $(tail -1 "$work/venv.log")"; exit $SKIP; }
 venv=$work/venv/bin/python
-for module in setuptools wheel; do
-    "$venv" -c "import $module" 2>/dev/null && continue
-    "$venv" -m pip install -q --no-index "$WHEELS"/"$module"-*.whl >"$work/$module.log" 2>&1 ||
-        { echo "SKIPPED: no $module for the virtual environment: $(tail -1 "$work/$module.log")"; exit $SKIP; }
-done
+# pip install of the package, as a user types it (no -v): what it says lands in $work/$1.log
+install() {
+    local log=$1
+    shift
+    "$@" "$venv" -m pip install --no-build-isolation --no-index "$source_dir/integrations/pytorch" >"$work/$log.log" 2>&1
+}
+# a refused install names what is missing and how to get it, in what pip shows without -v
+expect_refused() { # LOG, the line's part, WHAT
+    if install "$1" env; then
+        echo "FAILED: $3: pip installed it"
+        exit 1
+    elif grep -q -- "$2" "$work/$1.log"; then
+        echo "ok   $3"
+    else
+        tail -20 "$work/$1.log"
+        echo "FAILED: $3"
+        exit 1
+    fi
+}
+install_wheel() { "$venv" -m pip install -q --no-index "$WHEELS"/"$1"-*.whl >"$work/$1.log" 2>&1; }
+"$venv" -c "import setuptools" 2>/dev/null || install_wheel setuptools ||
+    { echo "SKIPPED: no setuptools for the virtual environment: $(tail -1 "$work/setuptools.log")"; exit $SKIP; }
+bdist_wheel='import importlib.util as u, sys; sys.exit(not (u.find_spec("wheel") or u.find_spec("setuptools.command.bdist_wheel")))'
+if ! "$venv" -c "$bdist_wheel" 2>/dev/null; then
+    expect_refused no-wheel "no 'wheel' package.*python3-wheel" "without wheel, setup.py names it and how to get it"
+    install_wheel wheel || { echo "SKIPPED: no wheel for the virtual environment: $(tail -1 "$work/wheel.log")"; exit $SKIP; }
+fi
 "$venv" -c 'import torch' 2>/dev/null && { echo "FAILED: the virtual environment imports torch"; exit 1; }
+expect_refused no-torch "cannot import torch.*pip install torch" "without torch, setup.py refuses, saying to install it"
 
-"$venv" -m pip install -v --no-build-isolation --no-index "$source_dir/integrations/pytorch" >"$work/pip.log" 2>&1 ||
-    { tail -40 "$work/pip.log"; echo "FAILED: pip install"; exit 1; }
-grep -o 'PyTorch library: .*' "$work/pip.log"
+# the stand-in torch lets the build go on: no torch headers, so standard exceptions
+install pip env PYTHONPATH="$source_dir/tests/standins/torch" || { tail -40 "$work/pip.log"; echo "FAILED: pip install"; exit 1; }
+echo "ok   installed beside an importable torch (a stand-in: the library raises standard exceptions)"
 
 mkdir "$work/elsewhere"
 cd "$work/elsewhere"

@@ -4,7 +4,7 @@
 //   pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm,async] [--layers N] [--embd N] [--ff N]
 //             [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]
 //
-// --help prints this usage. An unknown option, or a value an option does not take, stops it with
+// --help prints this usage and each option's default. An unknown option, or a value an option does not take, stops it with
 // one line naming it and exit status 2, as does async on the sim driver (async is CUDA's own
 // stream-ordered pool, which the sim driver only imitates). A model that holds more at once than
 // the sim device has stops it before the first row, with one line and status 1; a session whose
@@ -13,6 +13,7 @@
 
 #include "ggml-cuda-pool-testing.h"
 #include "llm-pass.h"
+#include "pool-demo-help.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -142,10 +143,15 @@ bool run(const device & dev, const model & m, ggml_cpool_kind kind, bool overall
 
 // the usage to `out`; `status` back, the exit status
 int usage(FILE * out, int status) {
-    fprintf(out,
-            "usage: pool-demo [--driver cuda|sim] [--kinds legacy,plain,vmm,async] [--layers N] [--embd N] [--ff N]\n"
-            "                 [--prompt N] [--tokens N] [--capacity MiB] [--overallocate 1|0]\n");
+    print_usage(out);
     return status;
+}
+
+// --help: the usage, then each option with its default
+int help() {
+    const model m;
+    print_help({ m.layers, m.embd, m.ff, UBATCH, m.prompt, m.tokens, m.capacity / MiB });
+    return 0;
 }
 
 // `text` as a whole decimal number within [min, max]; false for anything else
@@ -246,7 +252,7 @@ int parse_arguments(int argc, char ** argv, arguments * a) {
     for (int i = 1; i < argc; i += 2) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
-            return usage(stdout, 0);
+            return help();
         }
         if (!is_option(arg)) {
             fprintf(stderr, "pool-demo: unknown option '%s'\n", argv[i]);
@@ -263,11 +269,14 @@ int parse_arguments(int argc, char ** argv, arguments * a) {
     return RUN_DEMO;
 }
 
-// keeps the last line the module logs, whatever its level (the cuda driver says why it cannot be
-// made at info level), and shows on stderr what the default logger would
+// keeps the last warning or error the module logs (why the cuda driver cannot be made), which the
+// demo reports itself or answers by taking the sim driver, and shows the notes asked for on stderr
 void keep_line(ggml_cpool_log_level level, const char * text, void * line) {
-    if (level >= ggml_cpool_log_threshold()) {
-        fputs(text, stderr);
+    if (level < GGML_CPOOL_LOG_WARN) {
+        if (level >= ggml_cpool_log_threshold()) {
+            fputs(text, stderr);
+        }
+        return;
     }
     *static_cast<std::string *>(line) = std::string(text, strcspn(text, "\n"));
 }
@@ -307,12 +316,17 @@ void print_header(const model & m) {
            "");
 }
 
-// what the report's rows say, under them (docs/trace-and-replay.md says more)
-void print_legend() {
+// what the report's rows say, under them (docs/trace-and-replay.md says more), and why async has none
+void print_legend(const device & dev, const arguments & a) {
     printf("\n2x, 1x: the K/V f16 conversions asked for with OVERALLOCATE (growing) or without it\n"
            "hits: served without the driver; drv-alloc, drv-free: driver allocations (vmm: mappings), frees\n"
            "peak-live, peak-resv: most in use, most held; lru reclaims, flushes: out-of-memory recoveries\n"
            "gen: times the pool gave memory back to the driver; errors: allocations refused\n");
+    if (std::find(a.kinds.begin(), a.kinds.end(), GGML_CPOOL_KIND_ASYNC) == a.kinds.end()) {
+        printf("no async row: %s\n", dev.sim ?
+                                         "the async kind is CUDA's stream-ordered pool, which needs the cuda driver" :
+                                         "--kinds legacy,plain,vmm,async adds it");
+    }
 }
 
 // a session, and its row, for each kind and mode; the exit status: 1 when a session failed
@@ -372,7 +386,7 @@ int main(int argc, char ** argv) {
     }
     print_header(a.m);
     const int status = run_kinds(dev, a);
-    print_legend();
+    print_legend(dev, a);
     size_t left = ggml_cpool_driver_outstanding(dev.drv);
     printf("\ndriver allocations outstanding after every context was freed: %zu\n", left);
     ggml_cpool_driver_release(dev.drv);

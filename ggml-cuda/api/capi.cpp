@@ -6,6 +6,7 @@
 #include "../pools/async.h"
 #include "../pools/legacy.h"
 #include "../pools/vmm.h"
+#include "../support/env.h"
 #include "../trace/trace.h"
 
 namespace {
@@ -121,10 +122,13 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
     }
     const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
     ggml_cpool_status st = guarded(__func__, [&] {
-        ggml_cpool_ctx_params         p   = params ? *params : ggml_cpool_ctx_default_params();
-        gcp::driver_ref               ref = p.driver ? p.driver->ref : gcp::driver_ref{};
-        ggml_cpool_status             st  = p.driver ? GGML_CPOOL_STATUS_OK :
-                                                       gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
+        ggml_cpool_ctx_params p   = params ? *params : ggml_cpool_ctx_default_params();
+        gcp::driver_ref       ref = p.driver ? p.driver->ref : gcp::driver_ref{};
+        // a bad variable is named before a driver is made: on a machine without a device it is still the reason
+        ggml_cpool_status     st = gcp::check_options(gcp::reading::check);
+        if (st == GGML_CPOOL_STATUS_OK && !p.driver) {
+            st = gcp::make_driver(gcp::raw_enum(p.driver_kind), p.sim, &ref);
+        }
         std::unique_ptr<gcp::context> b;
         if (st == GGML_CPOOL_STATUS_OK) {
             st = gcp::apply_env_faults(&ref);

@@ -172,7 +172,9 @@ status make_cuda_primitives(std::shared_ptr<device_primitives> * out) {
     cudaError_t e     = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         (void) cudaGetLastError();
-        GCP_LOG_INFO("cuda driver: no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
+        // an error, not a note: a C program whose context creation fails has only this line to say why
+        GCP_LOG_ERROR("cuda driver: no CUDA device (%s); without a GPU, the sim driver serves (GGML_CPOOL_DRIVER_SIM)",
+                      e != cudaSuccess ? cudaGetErrorString(e) : "count is 0");
         return UNSUPPORTED;
     }
     *out = std::make_shared<cuda_primitives>(count);

@@ -20,7 +20,8 @@ status make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out
         }
         return st;
 #else
-        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON)");
+        GCP_LOG_ERROR("cuda driver: this build has no CUDA support (configure with GGML_CUDA=ON); without a GPU, "
+                      "the sim driver serves (GGML_CPOOL_DRIVER_SIM)");
         return UNSUPPORTED;
 #endif
     }

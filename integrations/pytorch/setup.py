@@ -5,9 +5,12 @@ the package's folder, beside the helper that finds it there.
 
     pip install --no-build-isolation ./integrations/pytorch
 
-Offline, with the setuptools and wheel already installed (Debian's do).
+Offline, with the setuptools and wheel already installed (Debian's do). What the build needs and
+the python lacks (wheel beside a setuptools older than 70.1; torch) stops it at once, with a line
+that says how to get it: pip shows a failed build's output, never a successful one's.
 """
 
+import importlib.util
 import os
 import re
 import shlex
@@ -23,6 +26,22 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 PACKAGE = "ggml_cuda_pool_torch"
 LIBRARY = "libggml-cuda-pool-torch.so"
 LOG_TAIL = 40  # lines of a failed step's log shown
+
+
+def missing():
+    """what this python lacks for the build, as the line that says how to get it; None when nothing"""
+    # setuptools 70.1 and later make wheels themselves; before, pip needs wheel's bdist_wheel
+    if not importlib.util.find_spec("wheel") and not importlib.util.find_spec("setuptools.command.bdist_wheel"):
+        return (f"ggml-cuda-pool-torch: {sys.executable} has no 'wheel' package, which pip needs to build this one "
+                "beside a setuptools older than 70.1: on Debian, apt-get install python3-wheel and make the "
+                "virtual environment with --system-site-packages; or python3 -m pip install wheel")
+    try:
+        import torch  # noqa: F401  (the library is built against its headers, and is of no use without it)
+    except Exception as e:
+        return (f"ggml-cuda-pool-torch: {sys.executable} cannot import torch ({e}): install torch into this "
+                "environment first (python3 -m pip install torch), then this package with --no-build-isolation, "
+                "so that its build sees that torch (docs/pytorch.md)")
+    return None
 
 
 def version():
@@ -66,12 +85,17 @@ class with_library(Distribution):
         return True
 
 
+why = missing()
+if why:
+    sys.exit(why)
+
 setup(
     name="ggml-cuda-pool-torch",
     version=version(),
     description="ggml-cuda-pool as PyTorch's CUDA allocator (CUDAPluggableAllocator)",
     packages=[PACKAGE],
     python_requires=">=3.8",
+    license="MIT",
     cmdclass={"build_py": build_with_cmake},
     distclass=with_library,
     zip_safe=False,

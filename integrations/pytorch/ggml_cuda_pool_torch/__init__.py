@@ -17,6 +17,7 @@ ValueError here, in use_ggml_cuda_pool, with the module's line.
 import ctypes
 import os
 import re
+import sys
 import tempfile
 
 ALLOC_SYMBOL = "ggml_cuda_pool_torch_alloc"
@@ -63,6 +64,16 @@ def check_settings(path):
         raise ValueError(line.value.decode(errors="replace"))
 
 
+def _torch():
+    """torch, or ModuleNotFoundError saying what to install where this python has none"""
+    try:
+        import torch
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(f"ggml_cuda_pool_torch needs torch, which {sys.executable} cannot import ({e}): "
+                                  "python3 -m pip install torch (docs/pytorch.md)", name=e.name) from e
+    return torch
+
+
 def use_ggml_cuda_pool(kind, library=None):
     """Makes the module PyTorch's CUDA allocator for the rest of the process. kind: one of KINDS,
     in any case, or None to leave GGML_CUDA_POOL as the environment has it (unset or empty:
@@ -71,7 +82,7 @@ def use_ggml_cuda_pool(kind, library=None):
     options table) raises ValueError with the module's line, and nothing is installed. Returns
     the library's path."""
     global _installed
-    import torch
+    torch = _torch()
 
     if kind is not None and (not isinstance(kind, str) or kind.lower() not in KINDS):
         raise ValueError(f"unknown pool kind {kind!r}: one of {', '.join(KINDS)}, in any case")
@@ -108,7 +119,7 @@ def out_of_memory_error():
     for `except out_of_memory_error():` in a loop that shrinks its batch."""
     if _installed is None:
         raise RuntimeError("use_ggml_cuda_pool() has not installed the library")
-    import torch
+    torch = _torch()
 
     lib = ctypes.CDLL(_installed[0])
     return torch.cuda.OutOfMemoryError if getattr(lib, RAISES_SYMBOL)() else RuntimeError
