@@ -48,22 +48,11 @@ ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F 
     return st;
 }
 
-// the pool calls while tracing or timing is on, out of line so that the usual calls stay short
-GCP_COLD ggml_cpool_status observed_alloc(gcp::pool & p, size_t size, uint32_t flags, void ** ptr, size_t * actual,
-                                          size_t limit = 0) {
-    return trace::observe(p, trace_op::alloc, size, flags, ptr, actual, [&] {
-        return walled("ggml_cpool_alloc", [&] { return p.alloc(size, flags, ptr, actual, limit); });
-    });
-}
-
-GCP_COLD ggml_cpool_status observed_free(gcp::pool & p, void * ptr, size_t actual) {
-    return trace::observe(p, trace_op::free, actual, trace::NO, &ptr, nullptr,
-                          [&] { return walled("ggml_cpool_free", [&] { return p.free(ptr, actual); }); });
-}
-
-GCP_COLD ggml_cpool_status observed_trim(gcp::pool & p) {
-    return trace::observe(p, trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
-                          [&] { return walled("ggml_cpool_trim", [&] { return p.trim(); }); });
+// a pool call while tracing or timing is on, out of line so that the usual calls stay short
+template <typename F>
+GCP_COLD ggml_cpool_status observed(const char * fn, gcp::pool & p, trace_op o, uint64_t size, uint64_t flags,
+                                    void * const * ptr, const size_t * actual, F && run) {
+    return trace::observe(p, o, size, flags, ptr, actual, [&] { return walled(fn, run); });
 }
 
 } // namespace
@@ -244,10 +233,13 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size);
+        return observed(__func__, *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size,
+                        [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size); });
     }
     try { // the wall, written out: a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
-        return as_kind(pool, [&](auto & p) { return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size); });
+        return as_kind(pool, [&](auto & p) {
+            return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
+        });
     } catch (...) {
         return caught(__func__);
     }
@@ -260,7 +252,8 @@ ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_
     }
     const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
     if (as_pool(pool)->observed()) { // recorded as a growing request (the trace keeps no limit)
-        return observed_alloc(*as_pool(pool), size, flags, ptr, actual_size, limit);
+        return observed("ggml_cpool_alloc", *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size,
+                        [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
     }
     return walled(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
 }
@@ -270,7 +263,8 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_free(*as_pool(pool), ptr, actual_size);
+        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &ptr, nullptr,
+                        [&] { return as_pool(pool)->free(ptr, actual_size); });
     }
     try {
         return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
@@ -304,7 +298,8 @@ ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_trim(*as_pool(pool));
+        return observed(__func__, *as_pool(pool), trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
+                        [&] { return as_pool(pool)->trim(); });
     }
     return walled(__func__, [&] { return as_pool(pool)->trim(); });
 }
