@@ -36,7 +36,6 @@ set(GCP_CORE_SEAM ${GCP_SOURCE_DIR}/ggml-cuda/drivers/seam-core.cpp)
 set(GCP_TESTING_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/seam.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/capi-testing.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/ledger.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)
