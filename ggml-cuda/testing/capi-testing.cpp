@@ -95,7 +95,7 @@ ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const 
     }
     return walled(__func__, [&] {
         gcp::fault_spec   parsed;
-        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed, "fault spec", "the previous spec stays armed");
+        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed, "the previous spec stays armed");
         if (st == GGML_CPOOL_STATUS_OK) {
             f->arm(parsed);
         }
