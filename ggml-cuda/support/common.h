@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <string>
 
 namespace gcp {
 
