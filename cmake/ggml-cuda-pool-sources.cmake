@@ -19,7 +19,6 @@ set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/recovery.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/warm-record.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/drivers/driver.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/fault.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/support/fault-spec.cpp
@@ -36,7 +35,6 @@ set(GCP_CORE_SEAM ${GCP_SOURCE_DIR}/ggml-cuda/drivers/seam-core.cpp)
 set(GCP_TESTING_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/seam.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/capi-testing.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/testing/ledger.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)

@@ -4,6 +4,10 @@
 
 #if defined(GGML_USE_HIP)
 #    include "../ggml-cuda/vendors/hip.h"
+// the harness's own calls, which the module does not make
+#    define cudaMemcpy             hipMemcpy
+#    define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#    define cudaMemset             hipMemset
 #elif defined(GGML_CPOOL_HAVE_CUDA)
 #    include <cuda_runtime_api.h>
 #endif

@@ -26,7 +26,7 @@ ggml_cpool_status read_row(const char * fn, ggml_cpool_option option, ggml_cpool
     if (!known(fn, option)) {
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
     }
-    return guarded(fn, [&] { return gcp::read_option(option, value, how); });
+    return walled(fn, [&] { return gcp::read_option(option, value, how); });
 }
 
 } // namespace
@@ -46,7 +46,7 @@ const char * ggml_cpool_option_entry(ggml_cpool_option option, const char * text
 }
 
 ggml_cpool_status ggml_cpool_options_check(void) {
-    return guarded(__func__, [] { return gcp::check_options(); });
+    return walled(__func__, [] { return gcp::check_options(); });
 }
 
 } // extern "C"

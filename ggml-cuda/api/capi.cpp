@@ -38,41 +38,23 @@ template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
 template <typename F, typename R>
 ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F && run, R && record) {
     if (!trace::recording()) {
-        return guarded(fn, run);
+        return walled(fn, run);
     }
     std::shared_ptr<gcp::driver> drv  = ctx->driver.ref.drv; // ctx_free destroys the context
     const uint64_t               drv0 = drv->calls();
     const uint64_t               t0   = trace::now_ns();
-    ggml_cpool_status            st   = guarded(fn, run);
+    ggml_cpool_status            st   = walled(fn, run);
     trace::call                  c{ o, st, t0, trace::now_ns() - t0, drv->calls() - drv0 };
     record(c);
     return st;
 }
 
-// the pool calls while tracing or timing is on, out of line so that the usual calls stay short; the
-// kind's calls by name, as without, so that what timing measures is the usual call
-GCP_COLD ggml_cpool_status observed_alloc(ggml_cpool_t pool, size_t size, uint32_t flags, void ** ptr, size_t * actual,
-                                          size_t limit = 0) {
-    return trace::observe(*as_pool(pool), trace_op::alloc, size, flags, ptr, actual, [&] {
-        return guarded("ggml_cpool_alloc", [&] {
-            return as_kind(pool, [&](auto & p) {
-                return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual, limit);
-            });
-        });
-    });
-}
-
-GCP_COLD ggml_cpool_status observed_free(ggml_cpool_t pool, void * ptr, size_t actual) {
-    return trace::observe(*as_pool(pool), trace_op::free, actual, trace::NO, &ptr, nullptr, [&] {
-        return guarded("ggml_cpool_free", [&] {
-            return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual); });
-        });
-    });
-}
-
-GCP_COLD ggml_cpool_status observed_trim(gcp::pool & p) {
-    return trace::observe(p, trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
-                          [&] { return guarded("ggml_cpool_trim", [&] { return p.trim(); }); });
+// a pool call while tracing or timing is on, out of line so that the usual calls stay short; `run` calls
+// the kind by name, as the usual calls do, so that timing measures them
+template <typename F>
+GCP_COLD ggml_cpool_status observed(const char * fn, gcp::pool & p, trace_op o, uint64_t size, uint64_t flags,
+                                    void * const * ptr, const size_t * actual, F && run) {
+    return trace::observe(p, o, size, flags, ptr, actual, [&] { return walled(fn, run); });
 }
 
 } // namespace
@@ -85,7 +67,7 @@ ggml_cpool_status ggml_cpool_driver_create(ggml_cpool_driver_kind kind, const gg
         return null_arg(__func__, "out");
     }
     *out = nullptr;
-    return guarded(__func__, [&] {
+    return walled(__func__, [&] {
         gcp::driver_ref   ref;
         ggml_cpool_status st = gcp::make_driver(gcp::raw_enum(kind), sim, &ref);
         if (st == GGML_CPOOL_STATUS_OK) {
@@ -116,12 +98,12 @@ ggml_cpool_status ggml_cpool_ctx_create(const ggml_cpool_ctx_params * params, gg
         return null_arg(__func__, "out");
     }
     *out                     = nullptr;
-    ggml_cpool_status env_st = guarded(__func__, [] { return trace::init_from_env(); });
+    ggml_cpool_status env_st = walled(__func__, [] { return trace::init_from_env(); });
     if (env_st != GGML_CPOOL_STATUS_OK) {
         return env_st;
     }
     const uint64_t    t0 = trace::recording() ? trace::now_ns() : 0;
-    ggml_cpool_status st = guarded(__func__, [&] {
+    ggml_cpool_status st = walled(__func__, [&] {
         ggml_cpool_ctx_params p   = params ? *params : ggml_cpool_ctx_default_params();
         gcp::driver_ref       ref = p.driver ? p.driver->ref : gcp::driver_ref{};
         // a bad variable is named before a driver is made: on a machine without a device it is still the reason
@@ -182,7 +164,7 @@ ggml_cpool_status ggml_cpool_ctx_set_stream(ggml_cpool_ctx_t ctx, int device, in
     if (ctx == nullptr) {
         return null_arg(__func__, "ctx");
     }
-    return guarded(__func__, [&] { return ctx->impl->set_stream(device, slot, stream); });
+    return walled(__func__, [&] { return ctx->impl->set_stream(device, slot, stream); });
 }
 
 ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void ** stream) {
@@ -190,7 +172,7 @@ ggml_cpool_status ggml_cpool_ctx_stream(ggml_cpool_ctx_t ctx, int device, void *
         return null_arg(__func__, ctx ? "stream" : "ctx");
     }
     *stream = nullptr;
-    return guarded(__func__, [&] { return ctx->impl->stream(device, 0, stream); });
+    return walled(__func__, [&] { return ctx->impl->stream(device, 0, stream); });
 }
 
 ggml_cpool_status ggml_cpool_driver_stream_create(ggml_cpool_driver_t driver, int device, void ** stream) {
@@ -210,7 +192,7 @@ void ggml_cpool_quarantine_stats(size_t * bytes, size_t * pools) {
 }
 
 ggml_cpool_status ggml_cpool_quarantine_release(void) {
-    return guarded(__func__, [] { return gcp::quarantine::instance().release(); });
+    return walled(__func__, [] { return gcp::quarantine::instance().release(); });
 }
 
 uint64_t ggml_cpool_ctx_generation(ggml_cpool_ctx_t ctx) {
@@ -256,9 +238,13 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_alloc(pool, size, flags, ptr, actual_size);
+        return observed(__func__, *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size, [&] {
+            return as_kind(pool, [&](auto & p) {
+                return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
+            });
+        });
     }
-    try { // guarded's wall, written out: a hit runs pool::alloc and its kind's do_alloc, inlined
+    try { // the wall, written out: a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
         return as_kind(pool, [&](auto & p) {
             return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
         });
@@ -274,9 +260,10 @@ ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_
     }
     const uint32_t flags = GGML_CPOOL_ALLOC_OVERALLOCATE;
     if (as_pool(pool)->observed()) { // recorded as a growing request (the trace keeps no limit)
-        return observed_alloc(pool, size, flags, ptr, actual_size, limit);
+        return observed("ggml_cpool_alloc", *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size,
+                        [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
     }
-    return guarded(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
+    return walled(__func__, [&] { return as_pool(pool)->alloc(size, flags, ptr, actual_size, limit); });
 }
 
 ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_size) {
@@ -284,7 +271,10 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_free(pool, ptr, actual_size);
+        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &ptr, nullptr, [&] {
+            return as_kind(pool,
+                           [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
+        });
     }
     try {
         return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
@@ -318,9 +308,10 @@ ggml_cpool_status ggml_cpool_trim(ggml_cpool_t pool) {
         return null_arg(__func__, "pool");
     }
     if (as_pool(pool)->observed()) {
-        return observed_trim(*as_pool(pool));
+        return observed(__func__, *as_pool(pool), trace_op::trim, trace::NO, trace::NO, nullptr, nullptr,
+                        [&] { return as_pool(pool)->trim(); });
     }
-    return guarded(__func__, [&] { return as_pool(pool)->trim(); });
+    return walled(__func__, [&] { return as_pool(pool)->trim(); });
 }
 
 uint64_t ggml_cpool_generation(ggml_cpool_t pool) {
@@ -336,11 +327,11 @@ int ggml_cpool_get_device(ggml_cpool_t pool) {
 }
 
 ggml_cpool_status ggml_cpool_trace_start(const char * path) {
-    return guarded(__func__, [&] { return trace::start(path); });
+    return walled(__func__, [&] { return trace::start(path); });
 }
 
 ggml_cpool_status ggml_cpool_trace_stop(void) {
-    return guarded(__func__, [] { return trace::stop(); });
+    return walled(__func__, [] { return trace::stop(); });
 }
 
 void ggml_cpool_timing_set(int on) {

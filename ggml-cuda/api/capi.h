@@ -34,7 +34,7 @@ GCP_COLD inline ggml_cpool_status caught(const char * what) {
 }
 
 // runs f, turning any exception into a status
-template <typename F> ggml_cpool_status guarded(const char * what, F && f) {
+template <typename F> ggml_cpool_status walled(const char * what, F && f) {
     try {
         return f();
     } catch (...) {
@@ -57,7 +57,7 @@ template <typename F> ggml_cpool_status driver_call(const char * fn, ggml_cpool_
         GCP_LOG_ERROR("%s: device %d out of range (%d devices)", fn, device, drv.device_count());
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
     }
-    return guarded(fn, [&] { return f(drv); });
+    return walled(fn, [&] { return f(drv); });
 }
 
 } // namespace gcp::capi

@@ -83,25 +83,20 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
 }
 
 context::~context() {
-    slots_.release([this](std::unique_ptr<pool> p) { retire(std::move(p)); });
-}
-
-void context::retire(std::unique_ptr<pool> p) {
-    // the consumer's kernels may still use the pool's buffers: they finish before memory goes back
-    const char * why = nullptr;
-    status       st  = p->synchronize();
-    if (st != OK) {
-        why = "its stream could not be synchronized (kernels may still use its memory)";
-    } else if (p->has_pins()) {
-        p->trim(); // what no graph uses goes back; the pinned buffers stay
-        why = "a captured graph still pins some of its buffers";
-    }
-    if (why == nullptr) {
-        p.reset();
-        return;
-    }
-    p->detach_stream(); // the consumer may destroy its stream once the context is gone
-    quarantine::instance().admit(std::move(p), drv_, why);
+    slots_.release([this](std::unique_ptr<pool> p) {
+        // the consumer's kernels may still use the pool's buffers: they finish before memory goes back
+        const char * why = nullptr;
+        if (p->synchronize() != OK) {
+            why = "its stream could not be synchronized (kernels may still use its memory)";
+        } else if (p->has_pins()) {
+            p->trim(); // what no graph uses goes back; the pinned buffers stay
+            why = "a captured graph still pins some of its buffers";
+        }
+        if (why != nullptr) {
+            p->detach_stream(); // the consumer may destroy its stream once the context is gone
+            quarantine::instance().admit(std::move(p), drv_, why);
+        }
+    });
 }
 
 uint64_t context::generation() const {

@@ -39,7 +39,6 @@ class context {
   private:
     context(const ggml_cpool_ctx_params & params, std::shared_ptr<driver> drv);
     status resolve_kind(int device, ggml_cpool_kind * kind);
-    void   retire(std::unique_ptr<pool> p); // at destruction: free, or quarantine
 
     ggml_cpool_ctx_params   params_;
     std::shared_ptr<driver> drv_;

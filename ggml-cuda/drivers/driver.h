@@ -25,7 +25,7 @@ constexpr size_t CALL_KINDS = size_t(call::COUNT);
 
 class driver {
   public:
-    explicit driver(std::shared_ptr<device_primitives> prims);
+    explicit driver(std::shared_ptr<device_primitives> prims) : prims_(std::move(prims)) {}
     virtual ~driver() = default;
 
     driver(const driver &)             = delete;
@@ -113,7 +113,18 @@ class driver {
                            [&](mempool_primitives & m) { return m.set_attr(device, attr, value); });
     }
     // the pool's reserved bytes and, of those, the bytes allocated: one attribute call
-    status pool_usage(int device, size_t * reserved, size_t * used);
+    status pool_usage(int device, size_t * reserved, size_t * used) {
+        return run_mempool(call::POOL_ATTR, device, 0, [&](mempool_primitives & m) {
+            uint64_t r = 0, u = 0;
+            status   st = m.get_attr(device, mempool_attr::reserved, &r);
+            if (st == OK) {
+                st = m.get_attr(device, mempool_attr::used, &u);
+            }
+            *reserved = size_t(r);
+            *used     = size_t(u);
+            return st;
+        });
+    }
     status pool_trim(int device, size_t keep) {
         return run_mempool(call::POOL_TRIM, device, 0, [&](mempool_primitives & m) { return m.trim(device, keep); });
     }
@@ -131,11 +142,17 @@ class driver {
 
     // calls made through this driver, of one kind or of every kind
     uint64_t calls(call c) const { return calls_[size_t(c)].load(std::memory_order_relaxed); }
-    uint64_t calls() const;
+    uint64_t calls() const {
+        uint64_t n = 0;
+        for (size_t i = 0; i < CALL_KINDS; i++) {
+            n += calls(call(i));
+        }
+        return n;
+    }
 
   protected:
     // a decorator over below: the calls it lets through go there
-    explicit driver(std::shared_ptr<driver> below);
+    explicit driver(std::shared_ptr<driver> below) : prims_(below->prims_), below_(std::move(below)) {}
     // a decorator's say before a call of size bytes goes below: OK lets it through, any other fails it
     virtual status intercept(call /*c*/, int /*device*/, size_t /*size*/) { return OK; }
     // a call it let through succeeded below

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <string>
 
 namespace gcp {
 
@@ -25,20 +24,13 @@ constexpr status UNSUPPORTED      = GGML_CPOOL_STATUS_UNSUPPORTED;
 constexpr size_t CACHE_LINE = 64;
 
 // the branch a hit takes, for the compiler to lay the other away from its lines; a path kept out
-// of its caller: a rare one (GCP_COLD), or one that is not rare but need not be inline (a miss)
-#if defined(__GNUC__)
-#    define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
-#    define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#    define GCP_COLD        __attribute__((noinline, cold))
-#    define GCP_NOINLINE    __attribute__((noinline))
-#    define GCP_INLINE      inline __attribute__((always_inline))
-#else
-#    define GCP_LIKELY(x)   (x)
-#    define GCP_UNLIKELY(x) (x)
-#    define GCP_COLD
-#    define GCP_NOINLINE
-#    define GCP_INLINE inline
-#endif
+// of its caller: a rare one (GCP_COLD), or one that is not rare but need not be inline (a miss), or
+// one that must be (GCP_INLINE). GCC's attributes: every compiler that builds the module takes them
+#define GCP_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define GCP_COLD        __attribute__((noinline, cold))
+#define GCP_NOINLINE    __attribute__((noinline))
+#define GCP_INLINE      inline __attribute__((always_inline))
 
 constexpr size_t MiB = size_t(1) << 20;
 constexpr size_t GiB = size_t(1) << 30;

@@ -41,33 +41,21 @@ struct words {
     size_t count                       = 0;
 };
 
-bool in_word(char c) {
-    return isalnum((unsigned char) c) || c == '-' || c == '_';
-}
-
-words words_in(const char * values) {
-    words w;
-    for (const char * at = values; *at != '\0' && w.count < MAX_WORDS;) {
-        while (*at == ' ') {
-            at++;
-        }
-        size_t n = 0;
-        while (in_word(at[n]) && n + 1 < WORD_BYTES) {
-            n++;
-        }
-        memcpy(w.word[w.count++], at, n);
-        const char * bar = strchr(at, '|');
-        at               = bar ? bar + 1 : at + strlen(at);
-    }
-    return w;
-}
-
 const words & words_of(option o) {
     static const std::array<words, GGML_CPOOL_OPTION_COUNT> all = [] { // fixed arrays: a reading allocates nothing
-        std::array<words, GGML_CPOOL_OPTION_COUNT> t;
+        std::array<words, GGML_CPOOL_OPTION_COUNT> t{};
         for (size_t i = 0; i < GGML_CPOOL_OPTION_COUNT; i++) {
             const bool worded = ROWS[i].takes == GGML_CPOOL_TAKES_WORD || ROWS[i].takes == GGML_CPOOL_TAKES_LIST;
-            t[i]              = worded ? words_in(ROWS[i].values) : words{};
+            for (const char * at = ROWS[i].values; worded && *at != '\0' && t[i].count < MAX_WORDS;) {
+                at += strspn(at, " ");
+                size_t n = 0;
+                while ((isalnum((unsigned char) at[n]) || at[n] == '-' || at[n] == '_') && n + 1 < WORD_BYTES) {
+                    n++;
+                }
+                memcpy(t[i].word[t[i].count++], at, n);
+                const char * bar = strchr(at, '|');
+                at               = bar ? bar + 1 : at + strlen(at);
+            }
         }
         return t;
     }();
@@ -101,19 +89,16 @@ struct refusal {
 };
 
 bool parse_list(option o, const char * text, option_value * v, refusal * r) {
-    for (const char * at = text;;) {
+    for (const char * at = text; at != nullptr; v->count++) {
         const char * comma = strchr(at, ',');
         const size_t n     = comma ? size_t(comma - at) : strlen(at);
         if (word_for(o, at, n) == nullptr) {
             snprintf(r->why, sizeof(r->why), "'%.*s' is not one of its values", int(n), at);
             return false;
         }
-        v->count++;
-        if (comma == nullptr) {
-            return true;
-        }
-        at = comma + 1;
+        at = comma ? comma + 1 : nullptr;
     }
+    return true;
 }
 
 // `text` as o's row reads it; false, and why, for a value the row does not take

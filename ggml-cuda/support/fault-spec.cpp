@@ -3,10 +3,10 @@
 #include "log.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <sstream>
 #include <string>
 #include <strings.h>
@@ -25,13 +25,9 @@ bool parse_call(const std::string & text, int * kind) {
     return true;
 }
 
-bool is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
-
 // digits only: strtoull alone would skip spaces and wrap a minus sign around
 bool parse_u64(const std::string & text, uint64_t * out) {
-    if (text.empty() || !std::all_of(text.begin(), text.end(), is_digit)) {
+    if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return isdigit(c) != 0; })) {
         return false;
     }
     errno = 0;
@@ -45,7 +41,7 @@ bool parse_decimal(const char * text, double * value, const char ** end) {
     const char * p      = text;
     bool         digits = false, point = false;
     for (;; p++) {
-        if (is_digit(*p)) {
+        if (isdigit((unsigned char) *p)) {
             digits = true;
         } else if (*p == '.' && !point) {
             point = true;
@@ -150,10 +146,10 @@ bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term
     return true;
 }
 
-status parse_fault_spec(const char * text, fault_spec * out, const char * source, const char * outcome) {
+status parse_fault_spec(const char * text, fault_spec * out, const char * outcome) {
     std::string bad_term;
     if (!read_fault_spec(text, out, &bad_term)) {
-        GCP_LOG_ERROR("%s '%s': cannot read '%s' (docs/fault-injection.md); %s", source, text ? text : "",
+        GCP_LOG_ERROR("fault spec '%s': cannot read '%s' (docs/fault-injection.md); %s", text ? text : "",
                       bad_term.c_str(), outcome);
         return INVALID_ARGUMENT;
     }

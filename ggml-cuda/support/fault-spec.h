@@ -34,9 +34,8 @@ struct fault_spec {
 };
 
 // an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
-// that names where the text came from and what follows from the refusal
-status parse_fault_spec(const char * text, fault_spec * out, const char * source = "fault spec",
-                        const char * outcome = "no faults armed");
+// that says what follows from the refusal
+status parse_fault_spec(const char * text, fault_spec * out, const char * outcome = "no faults armed");
 
 // the same with no line: false, and the term it cannot read in *bad_term, for a malformed text
 bool read_fault_spec(const char * text, fault_spec * out, std::string * bad_term);

@@ -6,11 +6,7 @@
 
 #include <cstddef>
 
-#if defined(__GNUC__)
-#    define GCP_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
-#else
-#    define GCP_PRINTF(fmt, args)
-#endif
+#define GCP_PRINTF(fmt, args) __attribute__((format(printf, fmt, args))) // as common.h's attributes
 
 namespace gcp {
 

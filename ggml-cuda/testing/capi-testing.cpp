@@ -77,7 +77,7 @@ ggml_cpool_status ggml_cpool_driver_fault_create(ggml_cpool_driver_t inner, cons
         return null_arg(__func__, inner ? "out" : "inner");
     }
     *out = nullptr;
-    return guarded(__func__, [&] {
+    return walled(__func__, [&] {
         gcp::fault_spec   parsed;
         ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed);
         if (st == GGML_CPOOL_STATUS_OK) {
@@ -93,9 +93,9 @@ ggml_cpool_status ggml_cpool_driver_set_faults(ggml_cpool_driver_t fault, const 
         GCP_LOG_ERROR("%s: not a fault-injecting driver", __func__);
         return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
     }
-    return guarded(__func__, [&] {
+    return walled(__func__, [&] {
         gcp::fault_spec   parsed;
-        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed, "fault spec", "the previous spec stays armed");
+        ggml_cpool_status st = gcp::parse_fault_spec(spec, &parsed, "the previous spec stays armed");
         if (st == GGML_CPOOL_STATUS_OK) {
             f->arm(parsed);
         }

@@ -78,9 +78,6 @@ void sim_mempool::trim(sim_arena & arena, size_t keep) {
 
 status sim_primitives::malloc_async(int device, size_t size, stream_t stream, void ** ptr) {
     return with_stream(device, stream, [&](device_state & d, stream_state & s) {
-        if (!async_supported(device)) {
-            return INVALID_ARGUMENT;
-        }
         s.calls++;
         if (size == 0) {
             return INVALID_ARGUMENT;
@@ -93,9 +90,6 @@ status sim_primitives::malloc_async(int device, size_t size, stream_t stream, vo
 
 status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
     return with_stream(device, stream, [&](device_state & d, stream_state & s) {
-        if (!async_supported(device)) {
-            return INVALID_ARGUMENT;
-        }
         s.calls++;
         if (sim_give(d.arena, d.graph_allocs, ptr)) {
             return OK;
@@ -105,14 +99,15 @@ status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
 }
 
 status sim_primitives::trim(int device, size_t keep) {
-    return with_mempool(device, [&](sim_mempool & pool, sim_arena & arena) {
-        pool.trim(arena, keep);
+    return with_device(device, [&](device_state & d) {
+        d.mempool->trim(d.arena, keep);
         return OK;
     });
 }
 
 status sim_primitives::get_attr(int device, mempool_attr attr, uint64_t * value) {
-    return with_mempool(device, [&](sim_mempool & pool, sim_arena &) {
+    return with_device(device, [&](device_state & d) {
+        sim_mempool & pool = *d.mempool;
         switch (attr) {
             // clang-format off
             case mempool_attr::release_threshold: *value = pool.threshold; return OK;
@@ -126,7 +121,8 @@ status sim_primitives::get_attr(int device, mempool_attr attr, uint64_t * value)
 }
 
 status sim_primitives::set_attr(int device, mempool_attr attr, uint64_t value) {
-    return with_mempool(device, [&](sim_mempool & pool, sim_arena &) {
+    return with_device(device, [&](device_state & d) {
+        sim_mempool & pool = *d.mempool;
         switch (attr) {
             // clang-format off
             case mempool_attr::release_threshold: pool.threshold = value; return OK;

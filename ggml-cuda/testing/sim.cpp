@@ -4,7 +4,6 @@
 
 #include "../support/log.h"
 
-#include <new>
 #include <sys/mman.h>
 
 namespace gcp {

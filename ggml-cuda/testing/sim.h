@@ -208,12 +208,6 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
             return it == d.streams.end() ? INVALID_ARGUMENT : f(d, it->second);
         });
     }
-    // f(the device's stream-ordered pool, its arena) under the lock; INVALID_ARGUMENT where it has none
-    template <typename F> status with_mempool(int device, F && f) {
-        return with_device(device, [&](device_state & d) {
-            return async_supported(device) ? f(*d.mempool, d.arena) : INVALID_ARGUMENT;
-        });
-    }
     // as on the real platforms: HIP builds compile the stream-ordered pool out
     bool async_supported(int device) const {
         return valid(device) && params_.async_supported != 0 && params_.platform != GGML_CPOOL_PLATFORM_HIP;

@@ -19,9 +19,6 @@
 #define cudaGetLastError            hipGetLastError
 #define cudaMalloc                  hipMalloc
 #define cudaMemGetInfo              hipMemGetInfo
-#define cudaMemcpy                  hipMemcpy
-#define cudaMemcpyDeviceToHost      hipMemcpyDeviceToHost
-#define cudaMemset                  hipMemset
 #define cudaPeekAtLastError         hipPeekAtLastError
 #define cudaSetDevice               hipSetDevice
 #define cudaStreamCaptureStatus     hipStreamCaptureStatus
