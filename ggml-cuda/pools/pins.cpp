@@ -14,7 +14,7 @@ void pins::add(void * ptr, size_t size) {
     p.size = std::max(p.size, size);
 }
 
-bool pins::release(uint64_t graph) {
+bool pins::unpin(uint64_t graph) {
     auto it = by_graph_.find(graph);
     if (it == by_graph_.end()) {
         return false;

@@ -16,7 +16,7 @@ class pins {
     // pins a buffer just handed out to the open graph; may throw, changing nothing
     void      add(void * ptr, size_t size);
     // unpins what `graph` pinned; false where it pinned nothing here
-    bool      release(uint64_t graph);
+    bool      unpin(uint64_t graph);
     bool      holds(const void * ptr) const { return by_buffer_.count(ptr) != 0; }
     bool      empty() const { return by_buffer_.empty(); }
     // the end of the highest pinned buffer, as an address (0 when none is pinned)

@@ -98,7 +98,7 @@ void pool::pin_begin(uint64_t graph) {
 }
 
 void pool::pin_release(uint64_t graph) {
-    if (pins_.release(graph)) {
+    if (pins_.unpin(graph)) {
         on_unpinned();
     }
 }
