@@ -145,6 +145,23 @@ class cuda_primitives final : public device_primitives {
         static const char devices = 0;
         return &devices;
     }
+    // the UUID, which CUDA_VISIBLE_DEVICES does not renumber (a MIG instance has its own); none on HIP here
+    status uuid(int device, device_uuid * out) const override {
+#if defined(GGML_USE_HIP)
+        (void) device;
+        (void) out;
+        return UNSUPPORTED;
+#else
+        cudaDeviceProp prop = {};
+        status         st   = valid(device) ? checked(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device) :
+                                              INVALID_ARGUMENT;
+        static_assert(sizeof(prop.uuid) == sizeof(out->bytes), "cudaUUID_t is 16 bytes");
+        if (st == OK) {
+            memcpy(out->bytes, &prop.uuid, sizeof(out->bytes));
+        }
+        return st;
+#endif
+    }
 
   private:
     bool valid(int device) const {
