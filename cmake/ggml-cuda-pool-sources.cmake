@@ -38,5 +38,6 @@ set(GCP_TESTING_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/capi-testing.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/ledger.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-shared.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/testing/sim-vmm.cpp)

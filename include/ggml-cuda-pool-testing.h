@@ -21,6 +21,10 @@ struct ggml_cpool_sim_params {
     size_t                   granularity;  // VMM mapping granularity, bytes
     int                      vmm_supported;
     int                      async_supported; // a stream-ordered pool per device
+    // optional: a name (letters, digits, '-', '_'); the sim drivers of every process of this user that
+    // give it share its devices: their capacity and use (in shared memory, as on a real device) and
+    // their UUIDs, so that the processes are neighbours (docs/neighbours.md). NULL or "": this driver's own
+    const char *             shared;
 };
 
 // the sim driver (GGML_CPOOL_DRIVER_SIM): its parameters start from these

@@ -12,7 +12,10 @@ status make_sim_driver(const ggml_cpool_sim_params * params, driver_ref * out) {
     status                      st = sim_primitives::check(p);
     if (st == OK) {
         auto prims = std::make_shared<sim_primitives>(p);
-        *out       = { std::make_shared<driver>(prims), prims.get(), nullptr };
+        st         = prims->share();
+        if (st == OK) {
+            *out = { std::make_shared<driver>(prims), prims.get(), nullptr };
+        }
     }
     return st;
 }

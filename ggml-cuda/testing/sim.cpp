@@ -75,21 +75,36 @@ status sim_primitives::check(const ggml_cpool_sim_params & sim) {
     // a granularity above the largest request would overflow the rounding of a VMM range
     if (sim.device_count < 1 || sim.device_count > GGML_CPOOL_MAX_DEVICES || sim.capacity == 0 ||
         sim.granularity == 0 || sim.granularity % PAGE != 0 || sim.granularity > MAX_REQUEST ||
+        (sim.shared != nullptr && *sim.shared != '\0' && !sim_shared::valid_name(sim.shared)) ||
         (raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_CUDA && raw_enum(sim.platform) != GGML_CPOOL_PLATFORM_HIP)) {
         GCP_LOG_ERROR("sim driver: bad parameters (devices %d of 1..%d, capacity %zu, granularity %zu: a multiple "
-                      "of %zu up to %zu, platform %d)",
+                      "of %zu up to %zu, platform %d, shared name '%s': letters, digits, - and _, up to %zu)",
                       sim.device_count, GGML_CPOOL_MAX_DEVICES, sim.capacity, sim.granularity, PAGE, MAX_REQUEST,
-                      raw_enum(sim.platform));
+                      raw_enum(sim.platform), sim.shared ? sim.shared : "", SIM_SHARED_NAME_MAX);
         return INVALID_ARGUMENT;
     }
     return OK;
 }
 
-sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) : params_(params) {
+sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) :
+    params_(params),
+    shared_name_(params.shared ? params.shared : "") {
+    params_.shared = nullptr; // the caller's string may go
     devices_.reserve(size_t(params.device_count));
     for (int i = 0; i < params.device_count; i++) {
         devices_.emplace_back(params.capacity);
     }
+}
+
+status sim_primitives::share() {
+    if (shared_name_.empty()) {
+        return OK;
+    }
+    status st = sim_shared::open(shared_name_.c_str(), params_.device_count, params_.capacity, &shared_);
+    for (size_t d = 0; st == OK && d < devices_.size(); d++) {
+        devices_[d].arena.share(shared_.get(), int(d));
+    }
+    return st;
 }
 
 sim_primitives::~sim_primitives() {
@@ -184,7 +199,15 @@ status sim_primitives::free_memory(int device, size_t * free) {
     if (!valid(device)) {
         return INVALID_ARGUMENT;
     }
-    *free = params_.capacity - used(device);
+    *free = shared_ ? shared_->free(device) : params_.capacity - used(device);
+    return OK;
+}
+
+status sim_primitives::uuid(int device, device_uuid * out) const {
+    if (!valid(device) || !shared_) {
+        return valid(device) ? UNSUPPORTED : INVALID_ARGUMENT;
+    }
+    *out = shared_->uuid(device);
     return OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ggml-cuda-pool-testing.h"
 #include "../drivers/primitives.h"
+#include "sim-shared.h"
 
 #include <algorithm>
 #include <iterator>
@@ -35,7 +36,7 @@ class sim_arena {
         // give never allocates: the free ranges are gaps between the pieces out, one more at most
         make_room(free_, pieces_ + 2);
         auto it = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.size >= size; });
-        if (it == free_.end()) {
+        if (it == free_.end() || (shared_ != nullptr && !shared_->take(device_, size))) {
             return false;
         }
         *offset = it->offset;
@@ -50,6 +51,9 @@ class sim_arena {
     }
 
     void give(size_t offset, size_t size) noexcept {
+        if (shared_ != nullptr) {
+            shared_->give(device_, size);
+        }
         used_ -= size;
         pieces_--;
         auto next = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.offset >= offset; });
@@ -70,7 +74,15 @@ class sim_arena {
 
     size_t used() const { return used_; }
 
+    // device `device` of processes that share it: what this arena takes counts there too
+    void share(sim_shared * shared, int device) {
+        shared_ = shared;
+        device_ = device;
+    }
+
   private:
+    sim_shared *           shared_ = nullptr;
+    int                    device_ = 0;
     size_t                 used_   = 0;
     size_t                 pieces_ = 0;
     std::vector<sim_block> free_; // ascending offsets
@@ -129,6 +141,8 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
 
     explicit sim_primitives(const ggml_cpool_sim_params & params);
     ~sim_primitives() override;
+    // where the parameters name a shared device: its capacity and use, with other processes'
+    status share();
 
     ggml_cpool_platform platform() const override { return params_.platform; }
     int                 device_count() const override { return params_.device_count; }
@@ -145,6 +159,7 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     size_t               outstanding() const override;
     size_t               used(int device) const override;
     status               free_memory(int device, size_t * free) override;
+    status               uuid(int device, device_uuid * out) const override; // shared devices alone have one
 
     // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
     status   set_capturing(int device, stream_t stream, bool capturing);
@@ -220,11 +235,13 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     }
     bool in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
 
-    ggml_cpool_sim_params     params_;
-    mutable std::mutex        mutex_;
-    std::vector<device_state> devices_;
-    vmm_handle                next_handle_ = 1;
-    uintptr_t                 next_stream_ = 1;
+    ggml_cpool_sim_params       params_;
+    std::string                 shared_name_; // params_.shared, kept
+    std::unique_ptr<sim_shared> shared_;      // before devices_, whose arenas count in it
+    mutable std::mutex          mutex_;
+    std::vector<device_state>   devices_;
+    vmm_handle                  next_handle_ = 1;
+    uintptr_t                   next_stream_ = 1;
 };
 
 } // namespace gcp
