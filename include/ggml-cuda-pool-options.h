@@ -67,8 +67,7 @@ enum ggml_cpool_option_takes {
       "configurations taken in turn by the backend contexts instead of GGML_CUDA_POOL")                  \
     X(TORCH_LIBRARY, "GGML_CUDA_POOL_TORCH_LIBRARY", "PyTorch library's Python helper", PATH, "a path",  \
       "where libggml-cuda-pool-torch.so is")                                                             \
-    X(NEIGHBOURS, "GGML_CUDA_POOL_NEIGHBOURS", "module", BOOLEAN,                                        \
-      "1 | 0 (or on | off, true | false, yes | no)",                                                     \
+    X(NEIGHBOURS, "GGML_CUDA_POOL_NEIGHBOURS", "module", BOOLEAN, "on | off (any boolean word)",         \
       "the pools give idle memory to the other processes on their device and ask theirs when it is "     \
       "full (unset: ggml_cpool_ctx_params.neighbours, on by default)")
 

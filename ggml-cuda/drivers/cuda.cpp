@@ -153,8 +153,8 @@ class cuda_primitives final : public device_primitives {
         return UNSUPPORTED;
 #else
         cudaDeviceProp prop = {};
-        status         st   = valid(device) ? checked(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device) :
-                                              INVALID_ARGUMENT;
+        status st = valid(device) ? checked(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device) :
+                                    INVALID_ARGUMENT;
         static_assert(sizeof(prop.uuid) == sizeof(out->bytes), "cudaUUID_t is 16 bytes");
         if (st == OK) {
             memcpy(out->bytes, &prop.uuid, sizeof(out->bytes));
