@@ -59,8 +59,7 @@ struct giver {
     virtual size_t give_idle(size_t want) noexcept = 0;
 };
 
-// a pool's place at its device's board. The pool reads the counts (relaxed: from any thread); the
-// rest is the neighbours' own
+// a pool's place at its device's board: the pool reads the counts (from any thread), the rest is ours
 struct seat {
     seat(giver & g, turn & t) : giver_(g), turn_(t) {}
     ~seat(); // leaves
@@ -85,7 +84,8 @@ status enlist(seat & s, driver & drv, int device);
 void   leave(seat & s);
 // asks the other processes at s's board for `bytes`: waits till the device has them free, the givers
 // gave them, every neighbour answered or bound_ms passed; not at all where nobody else is there.
-// OK: enough came back; OUT_OF_MEMORY: not; UNSUPPORTED: s sits nowhere. *received: what was given
+// OK: enough came back; OUT_OF_MEMORY: not; UNSUPPORTED: s sits nowhere. *received: what givers
+// reported by then (memory freed may be seen before the report of it, which the ask does not await)
 status ask(seat & s, size_t bytes, uint32_t bound_ms, size_t * received);
 
 } // namespace gcp::neighbours
