@@ -131,8 +131,11 @@ void log_hold::keep(ggml_cpool_log_level level, const char * text) {
         dropped_++;
         return;
     }
-    lines_[count_].level = level;
-    snprintf(lines_[count_++].text, LINE_BYTES, "%s", text); // a longer line is cut
+    line & l       = lines_[count_++];
+    l.level        = level;
+    const size_t n = strnlen(text, sizeof(l.text) - 1); // a longer line is cut
+    memcpy(l.text, text, n);
+    l.text[n] = '\0';
 }
 
 } // namespace gcp
