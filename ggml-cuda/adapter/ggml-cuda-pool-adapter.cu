@@ -6,7 +6,6 @@
 #include "adapter-settings.cuh"
 #include "adapter-stats.cuh"
 #include "common.cuh"
-#include "ggml-cuda-pool.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,22 +18,12 @@ namespace cpool_adapter {
 
 namespace {
 
-ggml_log_level to_ggml(ggml_cpool_log_level level) {
-    switch (level) {
-        // clang-format off
-        case GGML_CPOOL_LOG_DEBUG: return GGML_LOG_LEVEL_DEBUG;
-        case GGML_CPOOL_LOG_INFO:  return GGML_LOG_LEVEL_INFO;
-        case GGML_CPOOL_LOG_WARN:  return GGML_LOG_LEVEL_WARN;
-        case GGML_CPOOL_LOG_ERROR: return GGML_LOG_LEVEL_ERROR;
-            // clang-format on
-    }
-    return GGML_LOG_LEVEL_ERROR;
-}
-
 // the module's lines go through ggml's logger, at the module's own threshold
 void forward_log(ggml_cpool_log_level level, const char * text, void * /*user_data*/) {
+    static constexpr ggml_log_level TO_GGML[] = { GGML_LOG_LEVEL_DEBUG, GGML_LOG_LEVEL_INFO, GGML_LOG_LEVEL_WARN,
+                                                  GGML_LOG_LEVEL_ERROR }; // by ggml_cpool_log_level, 0 to 3
     if (level >= ggml_cpool_log_threshold()) {
-        ggml_log_internal(to_ggml(level), "%s", text);
+        ggml_log_internal(TO_GGML[level], "%s", text);
     }
 }
 

@@ -1,5 +1,5 @@
-// The consumer's C ABI (ggml-cuda-pool.h): argument checks and the wall that no exception
-// crosses. The calls of ggml-cuda-pool-testing.h are in capi-testing.cpp.
+// The consumer's C ABI (ggml-cuda-pool.h), the options table's included: argument checks and the wall
+// that no exception crosses. The calls of ggml-cuda-pool-testing.h are in capi-testing.cpp.
 
 #include "capi.h"
 #include "../context/quarantine.h"
@@ -55,6 +55,28 @@ template <typename F>
 GCP_COLD ggml_cpool_status observed(const char * fn, gcp::pool & p, trace_op o, uint64_t size, uint64_t flags,
                                     void * const * ptr, const size_t * actual, F && run) {
     return trace::observe(p, o, size, flags, ptr, actual, [&] { return walled(fn, run); });
+}
+
+// an option past the table is refused with a line, as any bad argument is
+bool known(const char * fn, ggml_cpool_option option) {
+    const int o = gcp::raw_enum(option);
+    if (o < 0 || o >= GGML_CPOOL_OPTION_COUNT) {
+        GCP_LOG_ERROR("%s: unknown option %d", fn, o);
+        return false;
+    }
+    return true;
+}
+
+ggml_cpool_status read_row(const char * fn, ggml_cpool_option option, ggml_cpool_option_value * value,
+                           gcp::reading how) {
+    if (value == nullptr) {
+        return null_arg(fn, "value");
+    }
+    *value = {};
+    if (!known(fn, option)) {
+        return GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+    }
+    return walled(fn, [&] { return gcp::read_option(option, value, how); });
 }
 
 } // namespace
@@ -237,20 +259,15 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    if (as_pool(pool)->observed()) {
-        return observed(__func__, *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size, [&] {
-            return as_kind(pool, [&](auto & p) {
-                return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
-            });
-        });
-    }
-    try { // the wall, written out: a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
+    auto run = [&] { // a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
         return as_kind(pool, [&](auto & p) {
             return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
         });
-    } catch (...) {
-        return caught(__func__);
+    };
+    if (as_pool(pool)->observed()) {
+        return observed(__func__, *as_pool(pool), trace_op::alloc, size, flags, ptr, actual_size, run);
     }
+    return walled(__func__, run);
 }
 
 ggml_cpool_status ggml_cpool_alloc_growing(ggml_cpool_t pool, size_t size, size_t limit, void ** ptr,
@@ -270,17 +287,13 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    if (as_pool(pool)->observed()) {
-        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &ptr, nullptr, [&] {
-            return as_kind(pool,
-                           [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
-        });
-    }
-    try {
+    auto run = [&] {
         return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
-    } catch (...) {
-        return caught(__func__);
+    };
+    if (as_pool(pool)->observed()) {
+        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &ptr, nullptr, run);
     }
+    return walled(__func__, run);
 }
 
 ggml_cpool_status ggml_cpool_declare_capture(ggml_cpool_t pool, int capturing) {
@@ -363,6 +376,22 @@ ggml_cpool_status ggml_cpool_kind_from_str(const char * name, ggml_cpool_kind * 
         return null_arg(__func__, name ? "kind" : "name");
     }
     return gcp::kind_from_name(name, kind) ? GGML_CPOOL_STATUS_OK : GGML_CPOOL_STATUS_INVALID_ARGUMENT;
+}
+
+ggml_cpool_status ggml_cpool_option_read(ggml_cpool_option option, ggml_cpool_option_value * value) {
+    return read_row(__func__, option, value, gcp::reading::report);
+}
+
+ggml_cpool_status ggml_cpool_option_peek(ggml_cpool_option option, ggml_cpool_option_value * value) {
+    return read_row(__func__, option, value, gcp::reading::quiet);
+}
+
+const char * ggml_cpool_option_entry(ggml_cpool_option option, const char * text, int index) {
+    return known(__func__, option) ? gcp::option_entry(option, text, index) : nullptr;
+}
+
+ggml_cpool_status ggml_cpool_options_check(void) {
+    return walled(__func__, [] { return gcp::check_options(); });
 }
 
 } // extern "C"

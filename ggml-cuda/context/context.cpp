@@ -68,10 +68,6 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
-    // every other row too, whoever reads it later: a bad value is refused wherever the module is created
-    if (st == OK) {
-        st = check_options(reading::check);
-    }
     if (st != OK) {
         return st;
     }

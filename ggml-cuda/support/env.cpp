@@ -211,8 +211,9 @@ status env_pool_kind(ggml_cpool_kind * kind) {
     if (st != OK || !v.set || kind_from_name(v.word, kind)) {
         return st;
     }
-    GCP_LOG_ERROR("%s=%s: ggml's own pools, which only the llama.cpp adapter serves; the module takes %s",
-                  option_name(GGML_CPOOL_OPTION_POOL), v.text, kind_choices());
+    GCP_LOG_ERROR("%s=%s: ggml's own pools, which only the llama.cpp adapter serves; the module takes auto, vmm, "
+                  "legacy, plain or async",
+                  option_name(GGML_CPOOL_OPTION_POOL), v.text);
     return INVALID_ARGUMENT;
 }
 

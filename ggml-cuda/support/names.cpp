@@ -1,6 +1,5 @@
 #include "names.h"
 
-#include <array>
 #include <cstdio>
 #include <cstring>
 #include <strings.h>
@@ -49,18 +48,6 @@ const char * kind_name(ggml_cpool_kind kind) {
 
 bool kind_from_name(const char * text, ggml_cpool_kind * kind) {
     return from_name(KIND_NAMES, text, kind);
-}
-
-const char * kind_choices() {
-    static const std::array<char, 64> choices = [] { // no allocation: this answers a malformed GGML_CUDA_POOL
-        std::array<char, 64> t{};
-        for (size_t i = 0, at = 0; i < size_t(GGML_CPOOL_KIND_COUNT) && at < t.size(); i++) {
-            const char * separator = i == 0 ? "" : i + 1 == size_t(GGML_CPOOL_KIND_COUNT) ? " or " : ", ";
-            at += size_t(snprintf(t.data() + at, t.size() - at, "%s%s", separator, KIND_NAMES[i]));
-        }
-        return t;
-    }();
-    return choices.data();
 }
 
 const char * call_name(ggml_cpool_call call) {

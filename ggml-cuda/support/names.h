@@ -14,8 +14,6 @@ const char * status_name(ggml_cpool_status st);
 const char * kind_name(ggml_cpool_kind kind);
 // the kind a name says (any case); false for no kind
 bool         kind_from_name(const char * text, ggml_cpool_kind * kind);
-// the kind names, for a line that asks for one: "auto, vmm, legacy, plain or async"
-const char * kind_choices();
 // the fault-spec name of a driver call (GGML_CPOOL_CALLS); "any" past the table
 const char * call_name(ggml_cpool_call call);
 // the call a fault-spec name says; false for no call

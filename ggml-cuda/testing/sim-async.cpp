@@ -18,19 +18,14 @@ sim_mempool::~sim_mempool() {
 }
 
 status sim_mempool::alloc(sim_arena & arena, size_t size, void * stream, void ** ptr) {
-    const size_t bytes = round_up(size, SIM_ALIGNMENT);
-    auto         best  = free_.end();
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-        bool reusable = it->observed || it->stream == stream || reuse != 0;
-        if (reusable && it->size >= bytes && (best == free_.end() || it->size < best->size)) {
-            best = it;
-        }
-    }
-    if (best != free_.end()) {
+    const size_t bytes    = round_up(size, SIM_ALIGNMENT);
+    const auto   reusable = [&](const free_block & b) { return b.observed || b.stream == stream || reuse != 0; };
+    auto best = smallest_holding(free_.rbegin(), free_.rend(), bytes, reusable); // backwards: the first of equal sizes
+    if (best != free_.rend()) {
         live_.emplace(best->host, *best); // may throw: nothing changed yet
         used_ += best->size;
         *ptr = best->host;
-        free_.erase(best);
+        free_.erase(std::next(best).base());
         return OK;
     }
     const status st = sim_take(arena, bytes, live_, ptr);
@@ -91,10 +86,7 @@ status sim_primitives::malloc_async(int device, size_t size, stream_t stream, vo
 status sim_primitives::free_async(int device, void * ptr, stream_t stream) {
     return with_stream(device, stream, [&](device_state & d, stream_state & s) {
         s.calls++;
-        if (sim_give(d.arena, d.graph_allocs, ptr)) {
-            return OK;
-        }
-        return d.mempool->free(ptr, stream);
+        return sim_give(d.arena, d.graph_allocs, ptr) ? OK : d.mempool->free(ptr, stream);
     });
 }
 
