@@ -21,7 +21,7 @@ gcp::pool * as_pool(ggml_cpool_t p) {
 }
 
 // f(the pool as its kind's class): the kind's alloc and free are then called by name, not through the vtable
-template <typename F> ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
+template <typename F> GCP_INLINE ggml_cpool_status as_kind(ggml_cpool_t p, F && f) {
     gcp::pool * pool = as_pool(p);
     switch (pool->kind()) {
         case GGML_CPOOL_KIND_VMM:
@@ -53,7 +53,7 @@ ggml_cpool_status ctx_call(const char * fn, ggml_cpool_ctx_t ctx, trace_op o, F 
 // the kind by name, as the usual calls do, so that timing measures them
 template <typename F>
 GCP_COLD ggml_cpool_status observed(const char * fn, gcp::pool & p, trace_op o, uint64_t size, uint64_t flags,
-                                    void * const * ptr, const size_t * actual, F && run) {
+                                    void * const * ptr, const size_t * actual, F run) {
     return trace::observe(p, o, size, flags, ptr, actual, [&] { return walled(fn, run); });
 }
 
@@ -259,7 +259,7 @@ ggml_cpool_status ggml_cpool_alloc(ggml_cpool_t pool, size_t size, uint32_t flag
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    auto run = [&] { // a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
+    auto run = [=]() GCP_ALWAYS { // a hit runs pool::alloc and its kind's do_alloc called by name (as_kind)
         return as_kind(pool, [&](auto & p) {
             return p.template alloc<std::decay_t<decltype(p)>>(size, flags, ptr, actual_size);
         });
@@ -287,11 +287,12 @@ ggml_cpool_status ggml_cpool_free(ggml_cpool_t pool, void * ptr, size_t actual_s
     if (pool == nullptr) {
         return null_arg(__func__, "pool");
     }
-    auto run = [&] {
+    auto run = [=]() GCP_ALWAYS {
         return as_kind(pool, [&](auto & p) { return p.template free<std::decay_t<decltype(p)>>(ptr, actual_size); });
     };
     if (as_pool(pool)->observed()) {
-        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &ptr, nullptr, run);
+        void * traced = ptr; // read through a pointer: a copy, so that a hit keeps ptr off the stack
+        return observed(__func__, *as_pool(pool), trace_op::free, actual_size, trace::NO, &traced, nullptr, run);
     }
     return walled(__func__, run);
 }

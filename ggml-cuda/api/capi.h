@@ -34,7 +34,7 @@ GCP_COLD inline ggml_cpool_status caught(const char * what) {
 }
 
 // runs f, turning any exception into a status
-template <typename F> ggml_cpool_status walled(const char * what, F && f) {
+template <typename F> GCP_INLINE ggml_cpool_status walled(const char * what, F && f) {
     try {
         return f();
     } catch (...) {

@@ -30,7 +30,8 @@ constexpr size_t CACHE_LINE = 64;
 #define GCP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define GCP_COLD        __attribute__((noinline, cold))
 #define GCP_NOINLINE    __attribute__((noinline))
-#define GCP_INLINE      inline __attribute__((always_inline))
+#define GCP_ALWAYS      __attribute__((always_inline)) // a lambda's: after its parameters
+#define GCP_INLINE      inline GCP_ALWAYS
 
 constexpr size_t MiB = size_t(1) << 20;
 constexpr size_t GiB = size_t(1) << 30;
