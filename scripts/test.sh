@@ -51,7 +51,7 @@ for job in "${jobs[@]}"; do
 done
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 # what the unit label's tests run: its two GoogleTest programs, the tools and libraries its checks take
-UNIT_TARGETS="test-unit test-torch pool-demo reclaim-sim ggml-cuda-pool-static ggml-cuda-pool-core"
+UNIT_TARGETS="test-unit test-torch pool-demo pool-replay reclaim-sim ggml-cuda-pool-static ggml-cuda-pool-core"
 JOBS=$(nproc)
 
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev pkg-config xz-utils)
