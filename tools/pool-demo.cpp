@@ -318,10 +318,11 @@ void print_header(const model & m) {
 
 // what the report's rows say, under them (docs/trace-and-replay.md says more), and why async has none
 void print_legend(const device & dev, const arguments & a) {
-    printf("\n2x, 1x: the K/V f16 conversions asked for with OVERALLOCATE (growing) or without it\n"
-           "hits: served without the driver; drv-alloc, drv-free: driver allocations (vmm: mappings), frees\n"
-           "peak-live, peak-resv: most in use, most held; lru reclaims, flushes: out-of-memory recoveries\n"
-           "gen: times the pool gave memory back to the driver; errors: allocations refused\n");
+    printf(
+        "\n2x, 1x: the K/V f16 conversions asked for with OVERALLOCATE (growing) or without it\n"
+        "hits: served asking the driver for no memory; drv-alloc, drv-free: driver allocations (vmm: mappings), frees\n"
+        "peak-live, peak-resv: most in use, most held; lru reclaims, flushes: out-of-memory recoveries\n"
+        "gen: times the pool gave memory back to the driver; errors: allocations refused\n");
     if (std::find(a.kinds.begin(), a.kinds.end(), GGML_CPOOL_KIND_ASYNC) == a.kinds.end()) {
         printf("no async row: %s\n", dev.sim ?
                                          "the async kind is CUDA's stream-ordered pool, which needs the cuda driver" :
