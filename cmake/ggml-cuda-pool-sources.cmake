@@ -18,6 +18,8 @@ set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/recovery.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/warm-record.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/neighbours/neighbours.cpp
+    ${GCP_SOURCE_DIR}/ggml-cuda/neighbours/os.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/factory.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/drivers/fault.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/support/fault-spec.cpp
