@@ -145,6 +145,17 @@ class cuda_primitives final : public device_primitives {
     uint32_t transient_pause_us() const override {
         return 1000;
     }
+#if !defined(GGML_USE_HIP) // HIP: none here (the base's UNSUPPORTED)
+    // the UUID, which CUDA_VISIBLE_DEVICES does not renumber (a MIG instance has its own)
+    status uuid(int device, device_uuid * out) const override {
+        cudaDeviceProp prop = {};
+        static_assert(sizeof(prop.uuid) == sizeof(out->bytes), "cudaUUID_t is 16 bytes");
+        status st = valid(device) ? checked(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", device) :
+                                    INVALID_ARGUMENT;
+        memcpy(out->bytes, &prop.uuid, sizeof(out->bytes));
+        return st;
+    }
+#endif
     // every cuda_primitives sees the same devices
     const void * identity() const override {
         static const char devices = 0;

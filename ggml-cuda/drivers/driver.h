@@ -135,6 +135,8 @@ class driver {
         return below_ ? below_->free_memory(device, free) : prims_->free_memory(device, free);
     }
 
+    // the device's UUID, which names it across processes: a query, neither counted nor failed
+    status       uuid(int device, device_uuid * out) const { return prims_->uuid(device, out); }
     const void * identity() const { return prims_->identity(); }
     uint32_t     transient_pause_us() const { return prims_->transient_pause_us(); }
     size_t       outstanding() const { return prims_->outstanding(); }

@@ -11,6 +11,11 @@ namespace gcp {
 using vmm_handle = uint64_t; // an opaque physical-memory handle
 using stream_t   = void *;   // an opaque stream (a cudaStream_t on the real device)
 
+// a device's identity across processes (cudaDeviceProp::uuid): processes that see one UUID share the device
+struct device_uuid {
+    uint8_t bytes[16];
+};
+
 class vmm_primitives;
 class mempool_primitives;
 
@@ -53,6 +58,8 @@ class device_primitives {
     virtual const void * identity() const { return this; }
     // (optional) the device's memory free now, as the driver counts it (cudaMemGetInfo)
     virtual status       free_memory(int /*device*/, size_t * /*free*/) { return UNSUPPORTED; }
+    // (optional) the device's UUID, the same in every process that sees the device
+    virtual status       uuid(int /*device*/, device_uuid * /*out*/) const { return UNSUPPORTED; }
     // (optional) the pause in microseconds before a refused allocation is tried again: the sim's
     // free memory changes only with calls, so it has none
     virtual uint32_t     transient_pause_us() const { return 0; }

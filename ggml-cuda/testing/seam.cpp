@@ -65,6 +65,7 @@ class ledger_primitives final : public device_primitives, public vmm_primitives,
     const void * identity() const override { return below_->identity(); }
     uint32_t     transient_pause_us() const override { return below_->transient_pause_us(); }
     status       free_memory(int device, size_t * free) override { return below_->free_memory(device, free); }
+    status       uuid(int device, device_uuid * out) const override { return below_->uuid(device, out); }
 
     size_t granularity(int device) const override { return below_->vmm(device)->granularity(device); }
     status reserve(int device, size_t size, uintptr_t * addr) override {
