@@ -91,6 +91,13 @@ sim_primitives::sim_primitives(const ggml_cpool_sim_params & params) : params_(p
     }
 }
 
+void sim_primitives::share(std::shared_ptr<sim_share> shared) {
+    shared_ = std::move(shared);
+    for (size_t d = 0; d < devices_.size(); d++) {
+        devices_[d].arena.share(shared_.get(), int(d));
+    }
+}
+
 sim_primitives::~sim_primitives() {
     // whatever the pools failed to give back is reported by outstanding(); the host pages go anyway
     for (device_state & d : devices_) {
@@ -183,7 +190,15 @@ status sim_primitives::free_memory(int device, size_t * free) {
     if (!valid(device)) {
         return INVALID_ARGUMENT;
     }
-    *free = params_.capacity - used(device);
+    *free = shared_ ? shared_->free(device) : params_.capacity - used(device);
+    return OK;
+}
+
+status sim_primitives::uuid(int device, device_uuid * out) const {
+    if (!valid(device) || !shared_) {
+        return valid(device) ? UNSUPPORTED : INVALID_ARGUMENT;
+    }
+    *out = shared_->uuid(device);
     return OK;
 }
 

@@ -24,6 +24,17 @@ struct sim_block { // a piece of device memory, or a free range: where it sits i
     size_t size;
 };
 
+// A device's memory that other processes use too (tests/shared-device.h keeps it in shared memory):
+// what an arena takes counts there as well, and the device's free memory and UUID are its
+class sim_share {
+  public:
+    virtual ~sim_share()                               = default;
+    virtual bool        take(int device, size_t bytes) = 0; // false: the device is full
+    virtual void        give(int device, size_t bytes) = 0;
+    virtual size_t      free(int device) const         = 0;
+    virtual device_uuid uuid(int device) const         = 0;
+};
+
 // A device's memory: offsets in [0, capacity) handed out first fit, with free ranges coalesced.
 // Contiguity makes an out-of-memory depend on fragmentation, as on a device.
 class sim_arena {
@@ -35,7 +46,7 @@ class sim_arena {
         // give never allocates: the free ranges are gaps between the pieces out, one more at most
         ensure_capacity(free_, pieces_ + 2);
         auto it = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.size >= size; });
-        if (it == free_.end()) {
+        if (it == free_.end() || (shared_ != nullptr && !shared_->take(device_, size))) {
             return false;
         }
         *offset = it->offset;
@@ -50,6 +61,9 @@ class sim_arena {
     }
 
     void give(size_t offset, size_t size) noexcept {
+        if (shared_ != nullptr) {
+            shared_->give(device_, size);
+        }
         used_ -= size;
         pieces_--;
         auto next = std::find_if(free_.begin(), free_.end(), [&](const sim_block & r) { return r.offset >= offset; });
@@ -69,8 +83,12 @@ class sim_arena {
     }
 
     size_t used() const { return used_; }
+    // device `device` of shared ones: what this arena takes counts there too
+    void   share(sim_share * shared, int device) { shared_ = shared, device_ = device; }
 
   private:
+    sim_share *            shared_ = nullptr;
+    int                    device_ = 0;
     size_t                 used_   = 0;
     size_t                 pieces_ = 0;
     std::vector<sim_block> free_; // ascending offsets
@@ -129,6 +147,8 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
 
     explicit sim_primitives(const ggml_cpool_sim_params & params);
     ~sim_primitives() override;
+    // before any allocation: its devices' memory is used by other processes too
+    void share(std::shared_ptr<sim_share> shared);
 
     ggml_cpool_platform platform() const override { return params_.platform; }
     int                 device_count() const override { return params_.device_count; }
@@ -145,6 +165,7 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     size_t               outstanding() const override;
     size_t               used(int device) const override;
     status               free_memory(int device, size_t * free) override;
+    status               uuid(int device, device_uuid * out) const override; // shared devices alone have one
 
     // the sim's stand-in for cudaStreamBeginCapture / cudaStreamEndCapture
     status   set_capturing(int device, stream_t stream, bool capturing);
@@ -214,11 +235,12 @@ class sim_primitives final : public device_primitives, public vmm_primitives, pu
     }
     bool in_reservation(const device_state & d, uintptr_t addr, size_t size) const;
 
-    ggml_cpool_sim_params     params_;
-    mutable std::mutex        mutex_;
-    std::vector<device_state> devices_;
-    vmm_handle                next_handle_ = 1;
-    uintptr_t                 next_stream_ = 1;
+    ggml_cpool_sim_params      params_;
+    std::shared_ptr<sim_share> shared_; // before devices_, whose arenas count in it
+    mutable std::mutex         mutex_;
+    std::vector<device_state>  devices_;
+    vmm_handle                 next_handle_ = 1;
+    uintptr_t                  next_stream_ = 1;
 };
 
 } // namespace gcp
