@@ -66,7 +66,10 @@ enum ggml_cpool_option_takes {
       "ggml | ggml-legacy | auto | vmm | legacy | plain | async, comma-separated",                       \
       "configurations taken in turn by the backend contexts instead of GGML_CUDA_POOL")                  \
     X(TORCH_LIBRARY, "GGML_CUDA_POOL_TORCH_LIBRARY", "PyTorch library's Python helper", PATH, "a path",  \
-      "where libggml-cuda-pool-torch.so is")
+      "where libggml-cuda-pool-torch.so is")                                                             \
+    X(NEIGHBOURS, "GGML_CUDA_POOL_NEIGHBOURS", "module", BOOLEAN, "on | off (any boolean word)",         \
+      "the pools give idle memory to the other processes using the module on their device, and ask "     \
+      "theirs when it is full (unset: ggml_cpool_ctx_params.neighbours, on by default)")
 
 // clang-format 14 indents the enumerator after the table's expansion as its continuation
 // clang-format off

@@ -95,6 +95,10 @@ struct ggml_cpool_ctx_params {
     // OUT_OF_MEMORY, in milliseconds (default 0: no wait; the llama.cpp adapter reads
     // GGML_CUDA_POOL_WAIT_MS)
     uint32_t                             wait_ms;
+    // 1 (default): the pools give idle memory to the other processes that use the module on their
+    // device, and ask theirs when the device is full (docs/neighbours.md); 0: neither.
+    // GGML_CUDA_POOL_NEIGHBOURS, where it is set, decides instead
+    int                                  neighbours;
 };
 
 struct ggml_cpool_stats {
@@ -118,6 +122,11 @@ struct ggml_cpool_stats {
     uint64_t waits;              // refused allocations that waited for memory to come back (wait_ms)
     uint64_t waits_served;       // of those, the ones served once memory came back
     uint64_t wait_ns;            // time spent waiting
+    uint64_t neighbour_asks;     // refusals that asked the other processes on the device for memory
+    size_t   neighbour_received_bytes; // what they gave back to those asks
+    uint64_t neighbour_ask_ns;   // time from asking to served, or to refused
+    uint64_t neighbour_gives;    // gives of idle memory to another process's ask
+    size_t   neighbour_given_bytes;
 };
 // clang-format on
 

@@ -4,8 +4,8 @@
 #          (scripts/check-format.sh names the files that are not)
 #   main   configure, build and run every ctest label (gpu tests report SKIPPED without a GPU; bench
 #          runs bench-hit briefly, timing nothing)
-#   asan   address+undefined sanitizers: labels unit, fault, stress
-#   tsan   thread sanitizer: labels unit, fault, stress
+#   asan   address+undefined sanitizers: labels unit, fault, stress, neighbours
+#   tsan   thread sanitizer: labels unit, fault, stress, neighbours
 #   fuzz   the libFuzzer target (clang) for FUZZ_SECONDS (60) over tests/fuzz/corpus
 #   hip    the HIP variant built with Debian's hipcc (library, tests, tools; no AMD GPU here, so
 #          the unit label runs on the sim driver and the gpu label reports SKIPPED)
@@ -149,9 +149,9 @@ for job in "${jobs[@]}"; do
         # labels check, which lists every executable's tests, waits for main
         unit) TARGETS="$UNIT_TARGETS" SKIP_TESTS='^labels$' ctest_job unit build-unit unit "" -DGGML_CUDA=OFF ;;
         # built without CUDA: the cuda driver's fault tests (labels gpu and fault) stay out
-        asan) ctest_job asan build-asan 'unit|fault|stress' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
+        asan) ctest_job asan build-asan 'unit|fault|stress|neighbours' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
                   -DGGML_CPOOL_SANITIZE=address,undefined ;;
-        tsan) ctest_job tsan build-tsan 'unit|fault|stress' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
+        tsan) ctest_job tsan build-tsan 'unit|fault|stress|neighbours' gpu -DGGML_CUDA=OFF -DGGML_CPOOL_TOOLS=OFF \
                   -DGGML_CPOOL_SANITIZE=thread ;;
         fuzz)
             # the corpus replays as a ctest test, then new inputs are searched for a bounded time

@@ -8,6 +8,7 @@
 
 #include "../ggml-cuda/adapter/adapter-settings.cuh"
 #include "../ggml-cuda/context/context.h"
+#include "../ggml-cuda/neighbours/neighbours.h"
 #include "../ggml-cuda/pools/legacy.h"
 #include "../ggml-cuda/pools/recovery.h"
 #include "../ggml-cuda/pools/vmm.h"
@@ -117,6 +118,9 @@ const std::map<std::string, uint64_t> CONSTANTS = {
     { "SIM_ALIGNMENT", gcp::SIM_ALIGNMENT },
     { "WAIT_LONGEST_PAUSE_MS", gcp::WAIT_LONGEST_PAUSE_MS },
     { "cpool_adapter::DEFAULT_WAIT_MS", cpool_adapter::DEFAULT_WAIT_MS },
+    { "neighbours::GIVE_INTERVAL_MS", gcp::neighbours::GIVE_INTERVAL_MS },
+    { "neighbours::ASK_BOUND_MS", gcp::neighbours::ASK_BOUND_MS },
+    { "neighbours::MAX_MEMBERS", gcp::neighbours::MAX_MEMBERS },
 };
 
 // docs/design.md's table of constants: "| `constant` | value | what it fixes |" rows, each with

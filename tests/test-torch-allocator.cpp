@@ -256,7 +256,9 @@ TEST_F(Torch, StatisticsLineForEachPool) {
         std::regex_match(lines[0], std::regex("ggml-cuda-pool stats: device=0 slot=0 pool=legacy allocs=2 hits=1 "
                                               "driver_allocs=1 driver_frees=0 live_mib=0\\.00 peak_live_mib=1\\.05 "
                                               "peak_reserved_mib=1\\.05 peak_requested_mib=1\\.00 syncs=[0-9]+ "
-                                              "cross_stream_frees=0 streams=1 call_ms=0\\.000000")))
+                                              "cross_stream_frees=0 streams=1 neighbour_asks=0 "
+                                              "neighbour_received_mib=0\\.00 neighbour_ask_ms=0\\.0 neighbour_gives=0 "
+                                              "neighbour_given_mib=0\\.00 call_ms=0\\.000000")))
         << lines[0];
 }
 

@@ -91,12 +91,15 @@ void report(const char * what, uint64_t context, int device, int slot, const fig
         "ggml-cuda-pool %s: context=%llu device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
         "driver_frees=%llu live_mib=%.2f reserved_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f lru_reclaims=%llu "
         "flushes=%llu oom=%llu syncs=%llu growing_requests=%llu growing_peak_request_mib=%.2f "
-        "growing_peak_buffer_mib=%.2f waits=%llu waits_served=%llu wait_ms=%.1f call_ms=%.3f first_call_ms=%.3f\n",
+        "growing_peak_buffer_mib=%.2f waits=%llu waits_served=%llu wait_ms=%.1f call_ms=%.3f first_call_ms=%.3f "
+        "neighbour_asks=%llu neighbour_received_mib=%.2f neighbour_ask_ms=%.1f neighbour_gives=%llu "
+        "neighbour_given_mib=%.2f\n",
         what, ull(context), device, slot, f.kind, ull(s.allocs), ull(s.hits), ull(s.driver_allocs), ull(s.driver_frees),
         s.live_bytes / MiB, s.reserved_bytes / MiB, s.peak_live_bytes / MiB, s.peak_reserved_bytes / MiB,
         ull(s.lru_reclaims), ull(s.flushes), ull(s.oom_returned), ull(s.synchronizes), ull(f.growing),
         f.growing_peak / MiB, f.growing_got / MiB, ull(s.waits), ull(s.waits_served), s.wait_ns / 1e6, f.call_ns / 1e6,
-        f.first_call_ns / 1e6);
+        f.first_call_ns / 1e6, ull(s.neighbour_asks), s.neighbour_received_bytes / MiB, s.neighbour_ask_ns / 1e6,
+        ull(s.neighbour_gives), s.neighbour_given_bytes / MiB);
 }
 
 void report_graphs(uint64_t context, const uint64_t (&n)[GGML_CUDA_CPOOL_GRAPH_EVENTS], const char * config_name) {

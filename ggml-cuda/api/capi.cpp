@@ -112,6 +112,7 @@ ggml_cpool_ctx_params ggml_cpool_ctx_default_params(void) {
     ggml_cpool_ctx_params p = {}; // the CUDA driver, AUTO kinds, no peer access, streams or wait
     p.vmm_reserve           = gcp::DEFAULT_VMM_RESERVE;
     p.headroom_pct          = gcp::DEFAULT_HEADROOM_PCT;
+    p.neighbours            = 1;
     return p;
 }
 

@@ -68,6 +68,9 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
     if (st == OK) {
         st = env_pool_kind(&b->env_kind_);
     }
+    if (st == OK) {
+        st = neighbours::wanted(params.neighbours, &b->neighbours_);
+    }
     if (st != OK) {
         return st;
     }
@@ -80,6 +83,7 @@ status context::create(const ggml_cpool_ctx_params & params, std::shared_ptr<dri
 
 context::~context() {
     slots_.release([this](std::unique_ptr<pool> p) {
+        neighbours::leave(p->seat()); // first: the responder gives from it no more
         // the consumer's kernels may still use the pool's buffers: they finish before memory goes back
         const char * why = nullptr;
         if (p->synchronize() != OK) {
@@ -187,6 +191,9 @@ status context::get_pool(int device, int slot, pool ** out) {
         p = make_pool(kind, drv_, device, s, params_);
         if (pinning_ != 0) {
             p->pin_begin(pinning_);
+        }
+        if (neighbours_) {
+            neighbours::enlist(p->seat(), *drv_, device); // UNSUPPORTED: it works alone
         }
         GCP_LOG_DEBUG("%s: %s pool created for stream slot %d", p->name(), kind_name(kind), slot);
     }

@@ -49,6 +49,7 @@ class context {
     ggml_cpool_kind         env_kind_     = GGML_CPOOL_KIND_AUTO;
     bool                    no_vmm_       = false;
     bool                    guard_logged_ = false;
+    bool                    neighbours_   = false; // its pools sit with the device's neighbours
 };
 
 } // namespace gcp

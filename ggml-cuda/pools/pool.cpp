@@ -25,13 +25,23 @@ pool::pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream) :
 }
 
 ggml_cpool_stats pool::stats() const {
-    ggml_cpool_stats s = stats_;
-    s.live_bytes       = hot_.live_bytes;
-    s.peak_live_bytes  = hot_.peak_live_bytes;
-    s.allocs           = hot_.allocs;
-    s.hits             = hot_.allocs - stats_.misses;
-    s.cached_bytes     = cached_bytes();
+    neighbours::owner_call own(hot_.turn);
+    ggml_cpool_stats       s = stats_;
+    s.live_bytes             = hot_.live_bytes;
+    s.peak_live_bytes        = hot_.peak_live_bytes;
+    s.allocs                 = hot_.allocs;
+    s.hits                   = hot_.allocs - stats_.misses;
+    s.cached_bytes           = cached_bytes();
     return s;
+}
+
+size_t pool::give_idle(size_t /*want*/) noexcept {
+    // queued kernels may use cached memory, and a capture allows neither a synchronize nor a free
+    const size_t before = stats_.reserved_bytes;
+    if (!capturing_as_declared() && synchronize() == OK) {
+        (void) do_trim(); // what the driver refused stays cached, and its line says so
+    }
+    return before - std::min(before, stats_.reserved_bytes);
 }
 
 size_t pool::miss_bytes(const request & r, size_t ahead, size_t rounding) {
@@ -93,11 +103,13 @@ status pool::reject_free(const void * ptr, size_t actual) const {
 }
 
 void pool::pin_begin(uint64_t graph) {
+    neighbours::owner_call own(hot_.turn);
     pins_.begin(graph);
     hot_.flags = uint8_t(graph != 0 ? hot_.flags | PINNING : hot_.flags & ~PINNING);
 }
 
 void pool::pin_release(uint64_t graph) {
+    neighbours::owner_call own(hot_.turn);
     if (pins_.unpin(graph)) {
         on_unpinned();
     }
@@ -109,10 +121,12 @@ status pool::synchronize() {
 }
 
 status pool::trim() {
+    neighbours::owner_call own(hot_.turn);
     return refused_in_capture("trim refused") ? UNSUPPORTED : do_trim();
 }
 
 status pool::set_stream(stream_t stream) {
+    neighbours::owner_call own(hot_.turn);
     if (stream == stream_) {
         return OK;
     }

@@ -6,6 +6,7 @@
 // free never allocates. The out-of-memory ladder is each kind's own chain of rungs (recovery.h).
 
 #include "../drivers/driver.h"
+#include "../neighbours/neighbours.h"
 #include "../support/log.h"
 #include "observed.h"
 #include "pins.h"
@@ -34,8 +35,9 @@ struct request {
     bool growing() const { return (flags & GGML_CPOOL_ALLOC_OVERALLOCATE) != 0; }
 };
 
-// Pools start a cache line: a hit reads the vtable pointer's line (hot_), then its kind's own
-class alignas(CACHE_LINE) pool {
+// Pools start a cache line: a hit reads the vtable pointer's line (hot_), then its kind's own. Each
+// call holds the pool's turn, so that the responder gives from it between calls (neighbours.h)
+class alignas(CACHE_LINE) pool : public neighbours::giver {
   public:
     // stream: the one the consumer launches this pool's kernels on (nullptr: the device as a whole)
     pool(driver & drv, int device, ggml_cpool_kind kind, stream_t stream);
@@ -76,6 +78,11 @@ class alignas(CACHE_LINE) pool {
     ggml_cpool_kind kind() const { return hot_.kind; }
     int             device() const { return device_; }
     const char *    name() const { return name_; } // "CUDA pool[0]" or "HIP pool[1]", the prefix of its log lines
+
+    neighbours::seat & seat() { return seat_; }
+    // the responder's, holding the turn: all its idle memory, as a trim gives it, whatever the ask's
+    // size (an asker's next requests need it too); none while the stream captures
+    size_t             give_idle(size_t want) noexcept final;
 
   protected:
     friend class ladder;
@@ -122,13 +129,14 @@ class alignas(CACHE_LINE) pool {
     // what every hit reads and writes, first after the vtable pointer: between two calls an
     // engine's kernel launches evict the pool, and each line a call touches is a miss
     struct hot_fields {
-        ggml_cpool_kind kind;
-        uint8_t         flags    = 0;
-        int8_t          declared = -1; // declare_capture's: 1 capturing, 0 not, -1: ask the driver
-        observed_flag   observed;
-        size_t          live_bytes      = 0;
-        size_t          peak_live_bytes = 0;
-        uint64_t        allocs          = 0;
+        ggml_cpool_kind          kind;
+        uint8_t                  flags    = 0;
+        std::atomic<int8_t>      declared = -1; // declare_capture's: 1 capturing, 0 not, -1: ask the driver
+        observed_flag            observed;
+        mutable neighbours::turn turn;
+        size_t                   live_bytes      = 0;
+        size_t                   peak_live_bytes = 0;
+        uint64_t                 allocs          = 0;
     };
     static_assert(sizeof(void *) + sizeof(hot_fields) <= CACHE_LINE, "the vtable pointer and hot_ share a line");
     hot_fields hot_;
@@ -145,9 +153,10 @@ class alignas(CACHE_LINE) pool {
     GCP_COLD status reject_free(const void * ptr, size_t actual) const;
     bool            refused_in_capture(const char * what) const; // while capturing: its line, e.g. "trim refused"
 
-    uint32_t wait_ms_ = 0;
-    pins     pins_;
-    char     name_[32] = {};
+    uint32_t         wait_ms_ = 0;
+    pins             pins_;
+    char             name_[32] = {};
+    neighbours::seat seat_{ *this, hot_.turn, stats_ };
 };
 
 template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** ptr, size_t * actual, size_t limit) {
@@ -156,6 +165,7 @@ template <class Kind> status pool::alloc(size_t size, uint32_t flags, void ** pt
                      (flags & ~GGML_CPOOL_ALLOC_OVERALLOCATE) != 0)) {
         return reject_alloc(size, flags, ptr, actual);
     }
+    neighbours::owner_call own(hot_.turn);
     *ptr    = nullptr;
     *actual = 0;
     status st;
@@ -179,7 +189,8 @@ inline bool pool::capturing() const {
 }
 
 template <class Kind> status pool::free(void * ptr, size_t actual) {
-    bool freed;
+    neighbours::owner_call own(hot_.turn);
+    bool                   freed;
     if constexpr (std::is_same_v<Kind, pool>) {
         freed = do_free(ptr, actual);
     } else {

@@ -42,6 +42,10 @@ bool ladder::retry_transient() {
 }
 
 bool ladder::wait() {
+    // the processes beside it give their idle memory back first, where there are any (neighbours.h)
+    if (neighbours::ask(p_.seat_, bytes, neighbours::ASK_BOUND_MS) == OK && ask()) {
+        return true;
+    }
     if (p_.wait_ms_ == 0) {
         return false;
     }

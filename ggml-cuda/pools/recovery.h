@@ -12,7 +12,7 @@
 // look-ahead), retry_transient (TRANSIENT_RETRIES more attempts, each after a pause and a
 // synchronize) and wait (up to the pool's wait budget, ggml_cpool_ctx_params.wait_ms: poll the
 // device's free memory, retry whenever the request may fit, a line when it starts and one when it
-// ends). A rung that asks the processes beside it for memory fits before wait.
+// ends). The wait asks the other processes on the device first (neighbours.h), where wait_ms is 0 too.
 
 #include "pool.h"
 

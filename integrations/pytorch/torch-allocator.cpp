@@ -223,12 +223,16 @@ std::vector<std::string> torch_allocator::stats_lines() const {
             snprintf(line, sizeof(line),
                      "ggml-cuda-pool stats: device=%d slot=%d pool=%s allocs=%llu hits=%llu driver_allocs=%llu "
                      "driver_frees=%llu live_mib=%.2f peak_live_mib=%.2f peak_reserved_mib=%.2f "
-                     "peak_requested_mib=%.2f syncs=%llu cross_stream_frees=%llu streams=%llu call_ms=%.6f",
+                     "peak_requested_mib=%.2f syncs=%llu cross_stream_frees=%llu streams=%llu neighbour_asks=%llu "
+                     "neighbour_received_mib=%.2f neighbour_ask_ms=%.1f neighbour_gives=%llu neighbour_given_mib=%.2f "
+                     "call_ms=%.6f",
                      d, s, ggml_cpool_kind_str(ggml_cpool_get_kind(use.pool)), (unsigned long long) st.allocs,
                      (unsigned long long) st.hits, (unsigned long long) st.driver_allocs,
                      (unsigned long long) st.driver_frees, st.live_bytes / MiB, st.peak_live_bytes / MiB,
                      st.peak_reserved_bytes / MiB, use.peak_requested / MiB, (unsigned long long) st.synchronizes,
                      (unsigned long long) use.cross_stream_frees, (unsigned long long) slots_.at(d, s).bindings,
+                     (unsigned long long) st.neighbour_asks, st.neighbour_received_bytes / MiB,
+                     st.neighbour_ask_ns / 1e6, (unsigned long long) st.neighbour_gives, st.neighbour_given_bytes / MiB,
                      st.call_ns / 1e6);
             lines.emplace_back(line);
         }
