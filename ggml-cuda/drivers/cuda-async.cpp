@@ -1,5 +1,4 @@
-// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes.
-// HIP builds compile it out.
+// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes (not on HIP).
 
 #include "cuda-impl.h"
 
