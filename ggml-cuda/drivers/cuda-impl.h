@@ -64,8 +64,7 @@ template <typename F> status on_device(int device, F && f) {
 // ABI version asked of every driver entry point: the calls reached this way have not changed since
 constexpr unsigned DRIVER_ABI = 12000;
 
-// a driver call reached through the runtime's entry-point query (nothing links libcuda); false,
-// and *fn untouched, where the driver lacks it
+// a driver call by the runtime's entry-point query (nothing links libcuda); false, *fn untouched, where it lacks it
 template <typename F> bool driver_entry(const char * symbol, F * fn) {
     cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
     void *                          p      = nullptr;

@@ -1,5 +1,4 @@
-// cuda_primitives' virtual memory: cuMem* calls reached through the runtime's entry-point query on
-// CUDA (nothing links libcuda), linked directly on HIP.
+// cuda_primitives' virtual memory: the driver's cuMem* calls, by entry-point query on CUDA, linked on HIP.
 
 #include "cuda-impl.h"
 
