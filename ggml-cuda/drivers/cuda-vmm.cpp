@@ -10,11 +10,17 @@ namespace gcp::cuda {
 
 namespace {
 
-// the driver's virtual memory calls, each a member of driver_api by its own name
+// the driver's virtual memory calls, each a member of driver_api by its own name, which GCP_LOAD
+// loads (clang-format 14 takes its stringizing # for a directive and indents it)
 // clang-format off
 #    define GCP_VMM_CALLS(X) \
         X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) \
         X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)
+#    if defined(GGML_USE_HIP)
+#        define GCP_LOAD(name) ((name = &::name), true) &&
+#    else
+#        define GCP_LOAD(name) driver_entry(#name, &name) &&
+#    endif
 // clang-format on
 
 struct driver_api {
@@ -22,18 +28,7 @@ struct driver_api {
     GCP_VMM_CALLS(GCP_MEMBER)
 #    undef GCP_MEMBER
 
-    bool load() {
-        // clang-format 14 takes the stringizing # below for a directive and indents it
-        // clang-format off
-#    if defined(GGML_USE_HIP)
-#        define GCP_LOAD(name) ((name = &::name), true) &&
-#    else
-#        define GCP_LOAD(name) driver_entry(#name, &name) &&
-#    endif
-        // clang-format on
-        return GCP_VMM_CALLS(GCP_LOAD) true;
-#    undef GCP_LOAD
-    }
+    bool load() { return GCP_VMM_CALLS(GCP_LOAD) true; }
 };
 
 // a driver call's status, said where it is a driver error
