@@ -31,9 +31,7 @@ choice choice_of(const char * word) {
     choice c;
     c.name  = word;
     c.pools = c.name == "ggml" ? owner::ggml : c.name == "ggml-legacy" ? owner::ggml_legacy : owner::module;
-    if (c.pools == owner::module) {
-        (void) ggml_cpool_kind_from_str(word, &c.kind); // the row's other words are the module's kind names
-    }
+    (void) ggml_cpool_kind_from_str(word, &c.kind); // the row's other words are kind names; ggml's leave AUTO
     return c;
 }
 

@@ -30,8 +30,7 @@ struct settings {
     FILE *              stats_out = nullptr;       // stderr, or the file opened for appending
     // GGML_CUDA_POOL_ON_OOM=error: an allocation refused inside a compute fails the compute, not the process
     bool                oom_fails_compute = true;
-    // GGML_CUDA_POOL_WAIT_MS: how long a refused allocation waits for memory; a server's co-tenant
-    // spikes of a few seconds then fail no request
+    // GGML_CUDA_POOL_WAIT_MS: how long a refused allocation waits for memory, outlasting a co-tenant's spike
     uint32_t            wait_ms = DEFAULT_WAIT_MS;
 };
 

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
-#include <memory>
 #include <mutex>
 #include <utility>
 

@@ -1,6 +1,5 @@
 #pragma once
-// What capi.cpp and testing/capi-testing.cpp share: the structures behind the opaque handles, and
-// the wall that no exception crosses.
+// What capi.cpp and testing/capi-testing.cpp share: the structures behind the handles, the wall no exception crosses.
 
 #include "../context/context.h"
 #include "../drivers/factory.h"

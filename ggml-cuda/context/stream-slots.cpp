@@ -66,18 +66,15 @@ status stream_slots::set_stream(int device, int slot, stream_t stream) {
         return OK;
     }
     stream_t next = stream;
-    if (next == nullptr && s.instance) { // the pool needs a stream to move to: one of the context's own
-        status st = create_own(device, slot, &next);
-        if (st != OK) {
-            return st;
-        }
-    }
-    if (s.instance) {
-        status st = s.instance->set_stream(next);
-        if (st != OK) {
-            if (stream == nullptr) {
+    if (s.instance) { // the pool moves to the stream, or to one of the context's own where none is lent
+        status st = stream == nullptr ? create_own(device, slot, &next) : OK;
+        if (st == OK) {
+            st = s.instance->set_stream(next);
+            if (st != OK && stream == nullptr) {
                 destroy_own(device, next);
             }
+        }
+        if (st != OK) {
             return st;
         }
     }

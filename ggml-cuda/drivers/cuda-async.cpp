@@ -1,5 +1,4 @@
-// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes.
-// HIP builds compile it out.
+// cuda_primitives' stream-ordered pool: each device's default memory pool and its attributes (not on HIP).
 
 #include "cuda-impl.h"
 
@@ -56,14 +55,11 @@ class cuda_mempool final : public mempool_primitives {
     }
 
     status set_attr(int device, mempool_attr attr, uint64_t value) override {
-        if (attr != mempool_attr::release_threshold && attr != mempool_attr::reuse_policies) {
-            return INVALID_ARGUMENT; // the others are read only
-        }
         return with_pool(device, "cudaMemPoolSetAttribute", [&](cudaMemPool_t pool) {
             if (attr == mempool_attr::release_threshold) {
                 return cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &value);
             }
-            cudaError_t e = cudaSuccess;
+            cudaError_t e = cudaSuccess; // reuse_policies, the other attribute that is set
             for (auto & r : REUSE) {
                 int on = (value & r.bit) ? 1 : 0;
                 e      = e == cudaSuccess ? cudaMemPoolSetAttribute(pool, r.attr, &on) : e;

@@ -26,8 +26,7 @@
 
 namespace gcp::cuda {
 
-// OK, OUT_OF_MEMORY or DRIVER_ERROR; a failure's sticky error is cleared, so that it does not
-// surface at the next unrelated launch check
+// OK, OUT_OF_MEMORY or DRIVER_ERROR; a failure's sticky error is cleared, not left to a later launch check
 status        from_cuda(cudaError_t e);
 // st, said in a line where it is a driver error (an out-of-memory is the pool's to say)
 status        report(status st, const char * what, int device, int code);
@@ -36,8 +35,7 @@ inline status checked(cudaError_t e, const char * what, int device) {
     return report(from_cuda(e), what, device, int(e));
 }
 
-// runs f with `device` current and puts the caller's device back, so that no pool call moves
-// the host program's current device
+// runs f with `device` current, then puts the caller's back: no pool call moves the host program's device
 template <typename F> status on_device(int device, F && f) {
     int prev = -1;
     if (cudaGetDevice(&prev) != cudaSuccess) {
@@ -66,8 +64,7 @@ template <typename F> status on_device(int device, F && f) {
 // ABI version asked of every driver entry point: the calls reached this way have not changed since
 constexpr unsigned DRIVER_ABI = 12000;
 
-// a driver call reached through the runtime's entry-point query (nothing links libcuda); false,
-// and *fn untouched, where the driver lacks it
+// a driver call by the runtime's entry-point query (nothing links libcuda); false, *fn untouched, where it lacks it
 template <typename F> bool driver_entry(const char * symbol, F * fn) {
     cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
     void *                          p      = nullptr;

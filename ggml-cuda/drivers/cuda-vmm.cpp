@@ -1,5 +1,4 @@
-// cuda_primitives' virtual memory: cuMem* calls reached through the runtime's entry-point query on
-// CUDA (nothing links libcuda), linked directly on HIP.
+// cuda_primitives' virtual memory: the driver's cuMem* calls, by entry-point query on CUDA, linked on HIP.
 
 #include "cuda-impl.h"
 
@@ -11,41 +10,25 @@ namespace gcp::cuda {
 
 namespace {
 
-struct driver_api {
-    decltype(&::cuDeviceGet)                   device_get           = nullptr;
-    decltype(&::cuDeviceGetAttribute)          device_get_attribute = nullptr;
-    decltype(&::cuMemGetAllocationGranularity) mem_get_granularity  = nullptr;
-    decltype(&::cuMemAddressReserve)           mem_address_reserve  = nullptr;
-    decltype(&::cuMemAddressFree)              mem_address_free     = nullptr;
-    decltype(&::cuMemCreate)                   mem_create           = nullptr;
-    decltype(&::cuMemRelease)                  mem_release          = nullptr;
-    decltype(&::cuMemMap)                      mem_map              = nullptr;
-    decltype(&::cuMemUnmap)                    mem_unmap            = nullptr;
-    decltype(&::cuMemSetAccess)                mem_set_access       = nullptr;
-
+// the driver's virtual memory calls, each a member of driver_api by its own name, which GCP_LOAD
+// loads (clang-format 14 takes its stringizing # for a directive and indents it)
+// clang-format off
+#    define GCP_VMM_CALLS(X) \
+        X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuMemGetAllocationGranularity) X(cuMemAddressReserve) \
+        X(cuMemAddressFree) X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)
 #    if defined(GGML_USE_HIP)
-    template <typename F> bool get(const char *, F direct, F * fn) {
-        *fn = direct;
-        return true;
-    }
-    // clang-format 14 takes the stringizing # below for a directive and indents it
-    // clang-format off
-#        define GCP_ENTRY(name) #name, &::name
+#        define GCP_LOAD(name) ((name = &::name), true) &&
 #    else
-    template <typename F> bool get(const char * symbol, F * fn) { return driver_entry(symbol, fn); }
-#        define GCP_ENTRY(name) #name
-    // clang-format on
+#        define GCP_LOAD(name) driver_entry(#name, &name) &&
 #    endif
+// clang-format on
 
-    bool load() {
-        return get(GCP_ENTRY(cuDeviceGet), &device_get) &&
-               get(GCP_ENTRY(cuDeviceGetAttribute), &device_get_attribute) &&
-               get(GCP_ENTRY(cuMemGetAllocationGranularity), &mem_get_granularity) &&
-               get(GCP_ENTRY(cuMemAddressReserve), &mem_address_reserve) &&
-               get(GCP_ENTRY(cuMemAddressFree), &mem_address_free) && get(GCP_ENTRY(cuMemCreate), &mem_create) &&
-               get(GCP_ENTRY(cuMemRelease), &mem_release) && get(GCP_ENTRY(cuMemMap), &mem_map) &&
-               get(GCP_ENTRY(cuMemUnmap), &mem_unmap) && get(GCP_ENTRY(cuMemSetAccess), &mem_set_access);
-    }
+struct driver_api {
+#    define GCP_MEMBER(name) decltype(&::name) name = nullptr;
+    GCP_VMM_CALLS(GCP_MEMBER)
+#    undef GCP_MEMBER
+
+    bool load() { return GCP_VMM_CALLS(GCP_LOAD) true; }
 };
 
 // a driver call's status, said where it is a driver error
@@ -69,15 +52,15 @@ class cuda_vmm final : public vmm_primitives {
         for (int d = 0; d < count; d++) {
             CUdevice dev       = 0;
             int      supported = 0;
-            if (api_.device_get(&dev, d) != CUDA_SUCCESS ||
-                api_.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+            if (api_.cuDeviceGet(&dev, d) != CUDA_SUCCESS ||
+                api_.cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
                     CUDA_SUCCESS ||
                 !supported) {
                 continue;
             }
             CUmemAllocationProp prop = props(d);
             size_t              g    = 0;
-            if (api_.mem_get_granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS) {
+            if (api_.cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) == CUDA_SUCCESS) {
                 granularity_[size_t(d)] = g;
             }
         }
@@ -89,7 +72,7 @@ class cuda_vmm final : public vmm_primitives {
 
     status reserve(int device, size_t size, uintptr_t * addr) override {
         CUdeviceptr p  = 0;
-        status      st = checked_cu(api_.mem_address_reserve(&p, size, 0, 0, 0), "cuMemAddressReserve", device);
+        status      st = checked_cu(api_.cuMemAddressReserve(&p, size, 0, 0, 0), "cuMemAddressReserve", device);
         if (st == OK) {
             *addr = uintptr_t(p);
         }
@@ -97,13 +80,13 @@ class cuda_vmm final : public vmm_primitives {
     }
 
     status unreserve(int device, uintptr_t addr, size_t size) override {
-        return checked_cu(api_.mem_address_free(CUdeviceptr(addr), size), "cuMemAddressFree", device);
+        return checked_cu(api_.cuMemAddressFree(CUdeviceptr(addr), size), "cuMemAddressFree", device);
     }
 
     status create(int device, size_t size, vmm_handle * handle) override {
         CUmemAllocationProp          prop = props(device);
         CUmemGenericAllocationHandle h    = 0;
-        status                       st   = checked_cu(api_.mem_create(&h, size, &prop, 0), "cuMemCreate", device);
+        status                       st   = checked_cu(api_.cuMemCreate(&h, size, &prop, 0), "cuMemCreate", device);
         if (st == OK) {
             *handle = vmm_handle(h);
         }
@@ -111,16 +94,16 @@ class cuda_vmm final : public vmm_primitives {
     }
 
     status release(int device, vmm_handle handle) override {
-        return checked_cu(api_.mem_release(CUmemGenericAllocationHandle(handle)), "cuMemRelease", device);
+        return checked_cu(api_.cuMemRelease(CUmemGenericAllocationHandle(handle)), "cuMemRelease", device);
     }
 
     status map(int device, uintptr_t addr, size_t size, vmm_handle handle) override {
-        return checked_cu(api_.mem_map(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0), "cuMemMap",
-                          device);
+        return checked_cu(api_.cuMemMap(CUdeviceptr(addr), size, 0, CUmemGenericAllocationHandle(handle), 0),
+                          "cuMemMap", device);
     }
 
     status unmap(int device, uintptr_t addr, size_t size) override {
-        return checked_cu(api_.mem_unmap(CUdeviceptr(addr), size), "cuMemUnmap", device);
+        return checked_cu(api_.cuMemUnmap(CUdeviceptr(addr), size), "cuMemUnmap", device);
     }
 
     status access(int device, uintptr_t addr, size_t size, int accessor) override {
@@ -128,7 +111,7 @@ class cuda_vmm final : public vmm_primitives {
         desc.location.type   = CU_MEM_LOCATION_TYPE_DEVICE;
         desc.location.id     = accessor;
         desc.flags           = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-        return checked_cu(api_.mem_set_access(CUdeviceptr(addr), size, &desc, 1), "cuMemSetAccess", device);
+        return checked_cu(api_.cuMemSetAccess(CUdeviceptr(addr), size, &desc, 1), "cuMemSetAccess", device);
     }
 
   private:

@@ -21,8 +21,7 @@ struct driver_ref {
 // a driver of the given kind (a ggml_cpool_driver_kind, read with raw_enum), or a status and a
 // log line saying why not; sim: the sim driver's parameters, nullptr for its defaults
 status     make_driver(int kind, const ggml_cpool_sim_params * sim, driver_ref * out);
-// the real device's primitives (cuda.cpp, in a build with CUDA), of every visible device;
-// UNSUPPORTED with a log line when none is visible
+// the primitives of every visible device (cuda.cpp, in a build with CUDA); UNSUPPORTED and a line if none is
 status     make_cuda_primitives(std::shared_ptr<device_primitives> * out);
 // a fault driver over inner, armed with spec; may throw std::bad_alloc
 driver_ref make_fault_driver(const driver_ref & inner, const fault_spec & spec);

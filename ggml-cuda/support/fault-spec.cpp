@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
-#include <string>
 #include <strings.h>
 
 namespace gcp {

@@ -33,8 +33,7 @@ struct fault_spec {
     bool empty() const { return !chooses() && window.empty(); }
 };
 
-// an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and one log line
-// that says what follows from the refusal
+// an empty or NULL text is an empty spec; a malformed one is INVALID_ARGUMENT and a line that says `outcome`
 status parse_fault_spec(const char * text, fault_spec * out, const char * outcome = "no faults armed");
 
 // the same with no line: false, and the term it cannot read in *bad_term, for a malformed text

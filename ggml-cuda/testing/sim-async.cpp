@@ -3,7 +3,6 @@
 
 #include "sim.h"
 
-#include <algorithm>
 #include <sys/mman.h>
 
 namespace gcp {

@@ -2,7 +2,6 @@
 
 #include "sim.h"
 
-#include <algorithm>
 #include <sys/mman.h>
 
 namespace gcp {

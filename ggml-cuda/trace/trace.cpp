@@ -57,28 +57,15 @@ struct tracer {
 
     // origin: the variable the path came from, or ""
     status start(const char * path, const char * origin) {
-        const int err = open(path); // logged outside the lock: a log callback may call the module
-        if (err != 0) {
-            GCP_LOG_ERROR("%s%s%s: cannot open the trace file for writing (%s)", origin, *origin ? "=" : "", path,
-                          strerror(err));
-            return INVALID_ARGUMENT;
-        }
-        GCP_LOG_INFO("tracing every pool call to %s", path);
-        return OK;
-    }
-
-    struct tag {
-        uint64_t ctx;
-        int      slot;
-    };
-
-    // 0, or the errno of a file that cannot be opened
-    int open(const char * path) {
-        std::lock_guard<std::mutex> lock(mutex_);
+        std::unique_lock<std::mutex> lock(mutex_);
         close_locked();
         file_ = fopen(path, "w");
         if (file_ == nullptr) {
-            return errno;
+            const int err = errno;
+            lock.unlock(); // each line is said outside the lock: a log callback may call the module
+            GCP_LOG_ERROR("%s%s%s: cannot open the trace file for writing (%s)", origin, *origin ? "=" : "", path,
+                          strerror(err));
+            return INVALID_ARGUMENT;
         }
         path_ = path;
         buf_.clear();
@@ -92,8 +79,15 @@ struct tracer {
                           trace_format::COLUMNS);
         buf_.insert(buf_.end(), head, head + n);
         change_mode(RECORDING, 0);
-        return 0;
+        lock.unlock();
+        GCP_LOG_INFO("tracing every pool call to %s", path);
+        return OK;
     }
+
+    struct tag {
+        uint64_t ctx;
+        int      slot;
+    };
 
     uint64_t ctx_id(const void * ctx) {
         auto it = ctxs_.find(ctx);

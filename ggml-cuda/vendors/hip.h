@@ -1,8 +1,7 @@
 #pragma once
-// CUDA -> HIP names for the runtime and driver API calls the module makes, as ggml's vendors
-// header does: the cuda driver compiles for AMD GPUs unchanged. The stream-ordered pool is not
-// mapped (the async kind is compiled out on HIP); the VMM calls are mapped only when
-// GGML_HIP_VMM asks for them (ROCm 5.3 and later declare them).
+// CUDA -> HIP names for the runtime and driver API calls the module makes, as ggml's vendors header does:
+// the cuda driver compiles for AMD GPUs unchanged. The stream-ordered pool is not mapped (the async kind is
+// compiled out on HIP); the VMM calls only when GGML_HIP_VMM asks for them (ROCm 5.3 and later declare them).
 
 #define __HIP_PLATFORM_AMD__ 1
 #include <hip/hip_runtime_api.h>
