@@ -5,8 +5,8 @@ die() { say "error: $*"; exit 1; }
 gpus() { nvidia-smi -L 2>/dev/null | wc -l; }
 # the environment of a configuration: GGML_CUDA_POOL (ggml's own pools or a module kind), then
 # one line per variant: where the K/V f16 conversions live (":kvpool", ":kvpool1x"), the captures
-# the adapter declares (":declared"), kernels loaded at first use (":lazy", CUDA's default), or no
-# wait for memory (":nowait")
+# the adapter declares (":declared"), kernels loaded at first use (":lazy", CUDA's default), no
+# wait for memory (":nowait"), or no neighbours (":alone")
 pool_env() {
     echo "GGML_CUDA_POOL=${1%%:*}"
     local v
@@ -18,6 +18,7 @@ pool_env() {
             declared) echo "GGML_CUDA_POOL_CAPTURES=declared" ;;
             lazy) echo "CUDA_MODULE_LOADING=LAZY" ;;
             nowait) echo "GGML_CUDA_POOL_WAIT_MS=0" ;;
+            alone) echo "GGML_CUDA_POOL_NEIGHBOURS=off" ;;
             *) say "unknown variant :$v of $1, left out" >&2 ;;
         esac
     done

@@ -4,8 +4,8 @@
 #           mixed requests SERVE_PARALLEL at a time in three phases (before, during, after; SERVE_PER_PHASE
 #           requests each), three cases:
 #             free    unconstrained
-#             spike   a co-tenant (scripts/hold-memory.cu) takes all but SERVE_SPIKE_FREE (64) MiB
-#                     of the GPU over the during phase, then gives it back
+#             spike   a co-tenant (scripts/hold-memory.cu, or the command SERVE_HOLD) takes all but
+#                     SERVE_SPIKE_FREE (64) MiB of the GPU over the during phase, then gives it back
 #             window  a fault window over the during phase (GGML_CUDA_POOL_FAULT=while=FILE: every
 #                     driver allocation refused while FILE exists); the module's pools only, the
 #                     fault driver being theirs
@@ -89,7 +89,7 @@ serve_run() {
     tag=$(serve_tag "$1" "$2")
     IFS=: read -r kind w at <<<"$case"
     case $kind in
-        spike) trouble=(--hold "CUDA_VISIBLE_DEVICES=$GPU $WORK/hold-memory ${SERVE_SPIKE_FREE:-64}") ;;
+        spike) trouble=(--hold "CUDA_VISIBLE_DEVICES=$GPU ${SERVE_HOLD:-$WORK/hold-memory} ${SERVE_SPIKE_FREE:-64}") ;;
         window) trouble=(--window "$RESULTS/$tag.window") ;;
     esac
     [ -n "$w" ] && trouble+=(--spike-s "$w" --spike-at "${at:-during}")
