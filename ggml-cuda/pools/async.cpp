@@ -51,11 +51,6 @@ bool pool_async::read_usage(size_t pending) {
     return grew;
 }
 
-size_t pool_async::cached_bytes() const {
-    // reserved is the device pool's, so it holds at least this context's live bytes
-    return stats_.reserved_bytes > hot_.live_bytes ? stats_.reserved_bytes - hot_.live_bytes : 0;
-}
-
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
     const size_t bytes = miss_bytes(r, 0, ALIGNMENT);
     // its free needs no memory once the graph uses it: a place among those out, and in the cache
