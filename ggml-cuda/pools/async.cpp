@@ -67,9 +67,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     asking();
-    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
-        return static_cast<pool_async &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
-    });
+    ladder l(*this, bytes, ptr, ladder::driver_malloc);
     if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
         return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);
