@@ -13,7 +13,6 @@ set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/pool.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/legacy.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/pools/observed.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/recovery.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/warm-record.cpp
