@@ -7,14 +7,11 @@ set(GCP_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/..)
 set(GCP_CORE_SOURCES
     ${GCP_SOURCE_DIR}/ggml-cuda/api/capi.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/context.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/context/quarantine.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/context/stream-slots.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/trace/trace.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/pool.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/async.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/legacy.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/pools/observed.cpp
-    ${GCP_SOURCE_DIR}/ggml-cuda/pools/pins.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/recovery.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/vmm.cpp
     ${GCP_SOURCE_DIR}/ggml-cuda/pools/warm-record.cpp

@@ -440,7 +440,7 @@ TEST(Sources, EveryVariableReadIsInTheOptionsTable) {
 // environment through the module (ggml_cpool_option_read), never with a getenv of their own; only
 // the Python helper, which cannot call the module before it loads the library, reads it itself
 TEST(Sources, TheModuleAloneReadsTheEnvironment) {
-    const std::string reader = "ggml-cuda/support/options.h";
+    const std::string reader = "ggml-cuda/support/env.h";
     size_t            module = 0;
     for (const env_read & r : env_reads()) {
         const bool python = std::filesystem::path(r.file).extension() == ".py";

@@ -1,7 +1,5 @@
 #include "stream-slots.h"
 
-#include "../support/log.h"
-
 namespace gcp {
 
 stream_slots::stream_slots(driver & drv, const ggml_cpool_ctx_params & params) : drv_(drv) {
@@ -23,21 +21,6 @@ bool stream_slots::valid(int device, int slot) const {
         return false;
     }
     return true;
-}
-
-status stream_slots::create_own(int device, int slot, stream_t * out) {
-    status st = drv_.stream_create(device, out);
-    if (st != OK) {
-        GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_.platform(), device).c_str(),
-                      slot, status_name(st));
-    }
-    return st;
-}
-
-void stream_slots::destroy_own(int device, stream_t stream) {
-    if (drv_.stream_destroy(device, stream) != OK) {
-        GCP_LOG_ERROR("%s: destroying the context's stream failed", pool_label(drv_.platform(), device).c_str());
-    }
 }
 
 status stream_slots::stream(int device, int slot, stream_t * out) {

@@ -4,6 +4,7 @@
 
 #include "../drivers/driver.h"
 #include "../pools/pool.h"
+#include "../support/log.h"
 
 #include <array>
 #include <memory>
@@ -54,8 +55,20 @@ class stream_slots {
         std::unique_ptr<pool> instance;
     };
 
-    status create_own(int device, int slot, stream_t * out);
-    void   destroy_own(int device, stream_t stream);
+    status create_own(int device, int slot, stream_t * out) {
+        status st = drv_.stream_create(device, out);
+        if (st != OK) {
+            GCP_LOG_ERROR("%s: creating a stream for slot %d failed (%s)", pool_label(drv_.platform(), device).c_str(),
+                          slot, status_name(st));
+        }
+        return st;
+    }
+
+    void destroy_own(int device, stream_t stream) {
+        if (drv_.stream_destroy(device, stream) != OK) {
+            GCP_LOG_ERROR("%s: destroying the context's stream failed", pool_label(drv_.platform(), device).c_str());
+        }
+    }
 
     driver &                                                                     drv_;
     std::array<std::array<slot, GGML_CPOOL_MAX_STREAMS>, GGML_CPOOL_MAX_DEVICES> slots_;

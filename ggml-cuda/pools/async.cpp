@@ -28,20 +28,18 @@ pool_async::~pool_async() {
 
 bool pool_async::read_usage(size_t pending) {
     size_t reserved = 0, used = 0;
-    if (drv_.pool_usage(device_, &reserved, &used) != OK) { // statistics only: the allocation went through
-        reserved = pool_reserved_;
-        used     = pool_used_;
+    if (drv_.pool_usage(device_, &reserved, &used) == OK) { // statistics only: where it fails, the last read stands
+        pool_reserved_ = reserved;
+        pool_used_     = used;
     }
-    pool_reserved_  = reserved;
-    pool_used_      = used;
-    pool_peak_used_ = std::max(pool_peak_used_, used);
+    pool_peak_used_ = std::max(pool_peak_used_, pool_used_);
     // the device pool holds at least what this context has live from it, held back, kept for
     // reuse or about to hand out: never report less, even when the read failed (live + cached ==
     // reserved); the capture cache's buffers come on top
     const size_t capture_out = capture_bytes_ - total_size(capture_cache_);
     const size_t device_live = hot_.live_bytes - std::min(hot_.live_bytes, capture_out);
     const size_t held_back   = total_size(deferred_) + reuse_.bytes();
-    reserved                 = std::max(reserved, device_live + held_back + pending) + capture_bytes_;
+    reserved                 = std::max(pool_reserved_, device_live + held_back + pending) + capture_bytes_;
     bool grew                = reserved > stats_.reserved_bytes;
     if (grew) {
         on_driver_alloc(reserved - stats_.reserved_bytes);
@@ -49,11 +47,6 @@ bool pool_async::read_usage(size_t pending) {
         on_driver_free(stats_.reserved_bytes - reserved);
     }
     return grew;
-}
-
-size_t pool_async::cached_bytes() const {
-    // reserved is the device pool's, so it holds at least this context's live bytes
-    return stats_.reserved_bytes > hot_.live_bytes ? stats_.reserved_bytes - hot_.live_bytes : 0;
 }
 
 status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * actual) {
@@ -72,9 +65,7 @@ status pool_async::alloc_in_capture(const request & r, void ** ptr, size_t * act
     }
     // synchronous and outside the stream: legal in a relaxed-mode capture, and no graph node
     asking();
-    ladder l(*this, bytes, ptr, [](pool & p, ladder & at) {
-        return static_cast<pool_async &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
-    });
+    ladder l(*this, bytes, ptr, ladder::driver_malloc);
     if (!l.ask() && round_up(r.size, ALIGNMENT) < bytes) {
         // no synchronize or trim is legal here: a growing request takes its own size (cached, or its own)
         return fell_back(alloc_in_capture(request{ r.size, 0, 0 }, ptr, actual), bytes, r.size, actual);

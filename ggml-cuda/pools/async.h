@@ -28,7 +28,6 @@ class pool_async final : public pool {
     bool   do_free(void * ptr, size_t actual) noexcept final;
     status do_trim() override;
     bool   live_buffer(const void * ptr, held_buffer * out) const override;
-    size_t cached_bytes() const override;
     size_t held_bytes() const override {
         return hot_.live_bytes + total_size(deferred_) + total_size(capture_cache_) + reuse_.bytes();
     }

@@ -75,9 +75,7 @@ status pool_legacy::miss(const request & r, void ** ptr, size_t * actual) {
     const size_t part  = r.size / LOOK_AHEAD_DIVISOR;
     const size_t ahead = held + held / LOOK_AHEAD_DIVISOR >= r.size ? part : std::min(part, LOOK_AHEAD_MAX);
     ensure_capacity(hit_.buffers, end() + 1); // room for its record (the insert below), before anything is taken
-    ladder l(*this, miss_bytes(r, ahead, ROUNDING), ptr, [](pool & p, ladder & at) {
-        return static_cast<pool_legacy &>(p).drv_.malloc(p.device(), at.bytes, at.ptr);
-    });
+    ladder l(*this, miss_bytes(r, ahead, ROUNDING), ptr, ladder::driver_malloc);
     keep_within_headroom(l.bytes);
     asking();
     if (!l.ask() && !r.growing() && take(r, use::growth, ptr, actual)) {

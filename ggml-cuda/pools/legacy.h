@@ -55,7 +55,6 @@ class pool_legacy final : public pool {
     bool   do_free(void * ptr, size_t actual) noexcept final;
     status do_trim() override;
     bool   live_buffer(const void * ptr, held_buffer * out) const override;
-    size_t cached_bytes() const override { return stats_.reserved_bytes - hot_.live_bytes; }
 
   private:
     // the states handed out follow the cached ones

@@ -97,9 +97,11 @@ class alignas(CACHE_LINE) pool : public neighbours::giver {
     virtual status do_trim()                                                 = 0;
     // the live buffer at ptr (nullptr: any one) into *out; false where there is none
     virtual bool   live_buffer(const void * ptr, held_buffer * out) const = 0;
-    virtual size_t cached_bytes() const                                   = 0;
     virtual void   on_unpinned() {}      // some buffers lost their last pin
     virtual void   on_stream_change() {} // what is queued for the old stream goes there first
+
+    // reserved but not live (an async pool's reserved is the device pool's, at least its live bytes)
+    size_t cached_bytes() const { return stats_.reserved_bytes - std::min(stats_.reserved_bytes, hot_.live_bytes); }
 
     // the allocation under way asks the driver for memory: a miss
     void          asking() { hot_.flags |= ASKED; }

@@ -38,6 +38,8 @@ class ladder {
     status  st = OUT_OF_MEMORY; // the last rung's
 
     ladder(pool & p, size_t bytes, void ** ptr, ask_fn ask) : bytes(bytes), ptr(ptr), p_(p), ask_(ask) {}
+    // the ask of legacy and of async in a capture: the driver's malloc on the pool's device
+    static status driver_malloc(pool & p, ladder & l) { return p.drv_.malloc(p.device_, l.bytes, l.ptr); }
 
     // a rung's result: true once the climb ends
     bool ends(status s) {

@@ -58,7 +58,6 @@ bool pool_vmm::release_orphans() {
         }
         if (!o.mapped && drv_.vmm_release(device_, o.handle) == OK) {
             if (o.counted) { // its addresses went when it was unmapped
-                held_ -= o.size;
                 on_released(o.size);
             }
             orphans_.erase(orphans_.begin() + std::ptrdiff_t(i));
@@ -272,7 +271,6 @@ status pool_vmm::unmap_above(size_t floor) {
             // still the driver's memory held for this pool: reserved until the retry releases it
             say(GGML_CPOOL_LOG_ERROR, "releasing %.2f MiB of physical memory failed; will retry", to_mib(c.size));
             orphans_.push_back({ c, false, true }); // within the room grow made
-            held_ += c.size;
         } else {
             on_released(c.size);
         }

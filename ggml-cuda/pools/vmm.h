@@ -28,8 +28,6 @@ class pool_vmm final : public pool {
     // unmaps the physical chunks wholly above the stack top
     status do_trim() override;
     bool   live_buffer(const void * ptr, held_buffer * out) const override;
-    // mapped and not live, plus unmapped memory the driver has not taken back yet
-    size_t cached_bytes() const override { return s_.mapped + held_ - hot_.live_bytes; }
 
   private:
     struct chunk { // one physical allocation mapped at base + offset
@@ -82,7 +80,6 @@ class pool_vmm final : public pool {
     bool                peer_access_;
     size_t              granularity_;
     size_t              range_size_;
-    size_t              held_ = 0; // bytes of counted orphans
     std::vector<chunk>  chunks_;
     std::vector<orphan> orphans_;
 };

@@ -1,14 +1,27 @@
 #pragma once
 // The one reader of the environment, for the module and (ggml_cpool_option_read) its integrations:
 // every row of ggml-cuda-pool-options.h by one rule. Unset or empty is the row's default, words
-// are taken in any case, a bad value is INVALID_ARGUMENT and one line.
+// are taken in any case, a bad value is INVALID_ARGUMENT and one line. The one getenv of the
+// project's C and C++ is here: option_text, through which every row is read.
 
 #include "common.h"
-#include "options.h"
+#include "ggml-cuda-pool-options.h"
+
+#include <cstdlib>
 
 namespace gcp {
 
+using option       = ggml_cpool_option;
 using option_value = ggml_cpool_option_value;
+
+inline const char * option_name(option o) {
+    return ggml_cpool_option_name(o);
+}
+
+// the variable's text; nullptr when it is unset
+inline const char * option_text(option o) {
+    return getenv(option_name(o));
+}
 
 enum class reading {
     report, // a bad value says its line; a file the value names is opened for appending (and closed)
