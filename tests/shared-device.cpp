@@ -23,10 +23,10 @@ shared_device::shared_device(segment * seg, size_t slot, const char * name) : se
 }
 
 std::shared_ptr<shared_device> shared_device::open(const char * name, int devices, size_t capacity) {
-    char path[32 + NAME_MAX];
+    char path[32 + NAME_LONGEST];
     snprintf(path, sizeof(path), "/ggml-cpool-sim-%u-%s", unsigned(geteuid()), name);
     void * at = nullptr;
-    if (strlen(name) > NAME_MAX || gcp::neighbours::map_segment(path, sizeof(segment), &at) != gcp::OK) {
+    if (strlen(name) > NAME_LONGEST || gcp::neighbours::map_segment(path, sizeof(segment), &at) != gcp::OK) {
         return nullptr;
     }
     auto * seg = static_cast<segment *>(at);
@@ -103,6 +103,6 @@ size_t shared_device::free(int device) const {
 gcp::device_uuid shared_device::uuid(int device) const {
     gcp::device_uuid id{}; // the name, then the device's number
     memcpy(id.bytes, name_, strlen(name_));
-    id.bytes[NAME_MAX] = uint8_t(device);
+    id.bytes[NAME_LONGEST] = uint8_t(device);
     return id;
 }

@@ -10,7 +10,7 @@
 
 class shared_device final : public gcp::sim_share {
   public:
-    static constexpr size_t NAME_MAX = sizeof(gcp::device_uuid) - 1; // the name and a device's number
+    static constexpr size_t NAME_LONGEST = sizeof(gcp::device_uuid) - 1; // the name and a device's number
 
     // the devices of `name` (letters, digits, '-', '_'), with a slot of this driver's; nullptr, with a
     // line, where none can be
@@ -31,5 +31,5 @@ class shared_device final : public gcp::sim_share {
 
     segment * seg_;
     size_t    slot_;
-    char      name_[NAME_MAX + 1];
+    char      name_[NAME_LONGEST + 1];
 };
